@@ -1,0 +1,43 @@
+"""jittape: a TensorFlow-2.x-style GradientTape over numpy whose tape is a compiler IR.
+
+    import jittape as jt
+
+    x = jt.Variable(3.0)
+    with jt.GradientTape() as tape:
+        y = x ** 2
+    tape.gradient(y, x)  # <jt.Tensor: shape=(), dtype=float32, numpy=6.0>
+"""
+
+from . import errors, nest  # noqa: F401
+from .dtypes import (  # noqa: F401
+    DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int16, int32, int64, uint8,
+)
+from .tensor import Tensor, TensorShape, Variable, convert_to_tensor  # noqa: F401
+from .ops import (  # noqa: F401
+    abs, add, argmax, argmin, broadcast_to, cast, clip_by_global_norm, clip_by_norm, clip_by_value, concat, cos, divide, equal, exp,
+    expand_dims, fill, floor, floordiv, floormod, gather, global_norm, greater, greater_equal,
+    identity, is_finite, is_nan, less, less_equal, log, log1p, logical_and, logical_not,
+    logical_or, matmul, maximum, minimum, mod, multiply, negative, norm, not_equal, one_hot,
+    ones, ones_like, pow, reciprocal, reduce_all, reduce_any, reduce_logsumexp, reduce_max,
+    reduce_mean, reduce_min, reduce_sum, reshape, shape, sigmoid, sign, sin, size, sqrt, square,
+    squeeze, stack, stop_gradient, subtract, tanh, transpose, truediv, unstack, where, zeros,
+    zeros_like,
+)
+from .ops import nn  # noqa: F401
+from .tape import GradientTape, UnconnectedGradients, custom_gradient  # noqa: F401
+from .backends import get_backend, set_backend  # noqa: F401
+from . import debugging  # noqa: F401
+from . import math  # noqa: F401
+
+
+def constant(value, dtype=None, shape=None, name=None):
+    """A tensor from a Python value or numpy array (Python floats become float32)."""
+    t = convert_to_tensor(value, dtype=dtype)
+    if shape is not None:
+        import numpy as _np
+
+        t = Tensor(_np.broadcast_to(t.numpy(), tuple(shape)).copy(), _own=True)
+    return t
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,459 @@
+"""The graph IR that tapes record into and that passes and backends consume.
+
+A :class:`Graph` is a topologically ordered tuple of frozen :class:`Node` s over
+integer value ids. Every node carries its :class:`OpDef`, so a pass reads
+``node.op.kind`` or ``node.op.pure`` without touching the op registry, tensors or
+backends. Graphs are immutable: passes build new ones.
+
+This module knows nothing else of jittape (numpy is its only import).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+# ---------------------------------------------------------------------------
+# Types
+
+_SHORT = {
+    "float16": "f16",
+    "float32": "f32",
+    "float64": "f64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "bool": "bool",
+}
+
+FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
+INT_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8"})
+
+
+@dataclass(frozen=True, slots=True)
+class Type:
+    """Shape and dtype of one value. A ``None`` dimension is unknown (symbolic)."""
+
+    shape: tuple
+    dtype: str
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(None if d is None else int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype).name)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int | None:
+        n = 1
+        for d in self.shape:
+            if d is None:
+                return None
+            n *= d
+        return n
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype in FLOAT_DTYPES
+
+    def __str__(self) -> str:
+        dims = ",".join("?" if d is None else str(d) for d in self.shape)
+        return f"{_SHORT.get(self.dtype, self.dtype)}[{dims}]"
+
+
+# ---------------------------------------------------------------------------
+# Op records
+
+KINDS = ("elementwise", "reduction", "contraction", "shape", "other")
+
+
+class _NoGradient:
+    """Marker for ops that are not differentiable (comparisons, integer results)."""
+
+    def __repr__(self):
+        return "NO_GRADIENT"
+
+
+NO_GRADIENT = _NoGradient()
+
+
+@dataclass(eq=False)
+class OpDef:
+    """Everything about one op, declared once (see ``jittape/ops``).
+
+    forward(*arrays, **attrs) -> ndarray (or tuple for ``nout > 1``): numpy reference.
+    infer(types, **attrs) -> Type (or tuple): shape/dtype rule; raises on bad input.
+    vjp(g, out, *inputs, **attrs) -> tuple with one gradient (or None) per input,
+        written with jittape ops so that it is differentiable again.
+    scalar: for elementwise ops, a format string over the input names
+        (``"math.tanh({0})"``) that code generation uses.
+    """
+
+    name: str
+    kind: str
+    nin: int | None  # None: variadic
+    forward: Callable | None
+    infer: Callable
+    vjp: Any = NO_GRADIENT
+    scalar: str | None = None
+    nout: int = 1
+    pure: bool = True  # no side effects, result depends only on inputs and attrs
+    effect: bool = False  # side effect: keep, and keep in program order
+    commutative: bool = False
+    domain: Any = None  # test hint: where finite differences are meaningful
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"op {self.name!r}: unknown kind {self.kind!r}")
+
+    @property
+    def differentiable(self) -> bool:
+        return self.vjp is not NO_GRADIENT
+
+    def __repr__(self):
+        return f"OpDef({self.name})"
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __eq__(self, other):
+        return self is other
+
+
+# ---------------------------------------------------------------------------
+# Attributes
+
+
+class Const:
+    """A hashable wrapper of an ndarray, used as a node attribute (constants)."""
+
+    __slots__ = ("array", "_key")
+
+    def __init__(self, array):
+        a = np.array(array, copy=True)
+        a.setflags(write=False)
+        self.array = a
+        self._key = None
+
+    def key(self):
+        if self._key is None:
+            digest = hashlib.sha256(np.ascontiguousarray(self.array).tobytes()).hexdigest()[:16]
+            self._key = (self.array.dtype.name, self.array.shape, digest)
+        return self._key
+
+    def __hash__(self):
+        return hash(self.key())
+
+    def __eq__(self, other):
+        return isinstance(other, Const) and self.key() == other.key()
+
+    def __repr__(self):
+        a = self.array
+        if a.size <= 4:
+            return np.array2string(a, separator=",").replace("\n", "")
+        return f"<{a.dtype.name}{list(a.shape)} {self.key()[2][:8]}>"
+
+
+class Opaque:
+    """A node attribute that is compared by identity (a Python callable, say)."""
+
+    __slots__ = ("value", "label")
+
+    def __init__(self, value, label=None):
+        self.value = value
+        self.label = label or getattr(value, "__qualname__", type(value).__name__)
+
+    def __repr__(self):
+        return f"<{self.label}>"
+
+
+def _freeze(v):
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, np.ndarray):
+        return Const(v)
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, slice):
+        return ("slice", v.start, v.stop, v.step)
+    return v
+
+
+def freeze_attrs(attrs: Mapping[str, Any] | None) -> tuple:
+    """Attributes as a sorted tuple of (name, value) pairs, hashable and ordered."""
+    if not attrs:
+        return ()
+    return tuple(sorted((k, _freeze(v)) for k, v in attrs.items()))
+
+
+# ---------------------------------------------------------------------------
+# Nodes and graphs
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One op application: ``outputs = op(inputs, **attrs)``."""
+
+    op: OpDef
+    inputs: tuple
+    outputs: tuple
+    attrs: tuple  # freeze_attrs(...) form
+    types: tuple  # one Type per output
+    loc: str | None = None  # user file:line that created it, when known
+
+    @property
+    def output(self) -> int:
+        if len(self.outputs) != 1:
+            raise ValueError(f"{self.op.name} has {len(self.outputs)} outputs")
+        return self.outputs[0]
+
+    @property
+    def type(self) -> Type:
+        return self.types[0]
+
+    @property
+    def attr_dict(self) -> dict:
+        return dict(self.attrs)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A computation: typed inputs, nodes in topological order, outputs.
+
+    Side-effect nodes (``node.op.effect``) stay in program order in ``nodes``.
+    """
+
+    inputs: tuple  # value ids
+    input_types: tuple  # Type per input
+    nodes: tuple  # Node, topological
+    outputs: tuple  # value ids
+    name: str = "graph"
+    input_names: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "input_types", tuple(self.input_types))
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+
+    # -- lookups ----------------------------------------------------------
+    def types(self) -> dict:
+        """value id -> Type, for inputs and every node output."""
+        t = dict(zip(self.inputs, self.input_types))
+        for n in self.nodes:
+            t.update(zip(n.outputs, n.types))
+        return t
+
+    def producers(self) -> dict:
+        """value id -> the node that defines it (inputs are absent)."""
+        return {o: n for n in self.nodes for o in n.outputs}
+
+    def users(self) -> dict:
+        """value id -> list of nodes that read it, in graph order."""
+        u: dict = {}
+        for n in self.nodes:
+            for i in n.inputs:
+                u.setdefault(i, []).append(n)
+        return u
+
+    @property
+    def effects(self) -> tuple:
+        """Side-effect nodes, in program order."""
+        return tuple(n for n in self.nodes if n.op.effect)
+
+    # -- identity ---------------------------------------------------------
+    def canonical(self) -> "Graph":
+        """The same graph with value ids renumbered 0.. in order of definition."""
+        ren = {}
+        for v in self.inputs:
+            ren.setdefault(v, len(ren))
+        nodes = []
+        for n in self.nodes:
+            for o in n.outputs:
+                ren.setdefault(o, len(ren))
+            nodes.append(
+                Node(
+                    n.op,
+                    tuple(ren[i] for i in n.inputs),
+                    tuple(ren[o] for o in n.outputs),
+                    n.attrs,
+                    n.types,
+                )
+            )
+        return Graph(
+            tuple(ren[v] for v in self.inputs),
+            self.input_types,
+            tuple(nodes),
+            tuple(ren[v] for v in self.outputs),
+            self.name,
+            self.input_names,
+        )
+
+    def structural_key(self) -> str:
+        """A content hash of the canonical graph: same structure, types and attrs."""
+        return hashlib.sha256(print_graph(self.canonical(), show_loc=False).encode()).hexdigest()
+
+    def __str__(self):
+        return print_graph(self)
+
+
+# ---------------------------------------------------------------------------
+# Building
+
+
+class GraphBuilder:
+    """Appends nodes with fresh value ids; ``infer`` gives every output its type."""
+
+    def __init__(self, name="graph", new_id: Callable[[], int] | None = None):
+        self.name = name
+        self._counter = 0
+        self._new_id = new_id or self._next
+        self.inputs: list = []
+        self.input_types: list = []
+        self.input_names: list = []
+        self.nodes: list = []
+        self.types: dict = {}
+
+    def _next(self):
+        self._counter += 1
+        return self._counter - 1
+
+    def add_input(self, type_: Type, name: str | None = None, vid: int | None = None) -> int:
+        v = self._new_id() if vid is None else vid
+        self.inputs.append(v)
+        self.input_types.append(type_)
+        self.input_names.append(name or f"in{len(self.inputs) - 1}")
+        self.types[v] = type_
+        return v
+
+    def add_node(self, op: OpDef, inputs: Sequence[int], attrs=None, loc=None, types=None) -> tuple:
+        inputs = tuple(inputs)
+        frozen = freeze_attrs(attrs)
+        if types is None:
+            types = infer_types(op, [self.types[i] for i in inputs], dict(frozen))
+        outs = tuple(self._new_id() for _ in types)
+        self.nodes.append(Node(op, inputs, outs, frozen, tuple(types), loc))
+        self.types.update(zip(outs, types))
+        return outs
+
+    def build(self, outputs: Iterable[int]) -> Graph:
+        return Graph(
+            tuple(self.inputs),
+            tuple(self.input_types),
+            tuple(self.nodes),
+            tuple(outputs),
+            self.name,
+            tuple(self.input_names),
+        )
+
+
+def infer_types(op: OpDef, in_types: Sequence[Type], attrs: Mapping) -> tuple:
+    """Output types of ``op`` applied to ``in_types``, always as a tuple."""
+    t = op.infer(tuple(in_types), **attrs)
+    return tuple(t) if isinstance(t, (tuple, list)) else (t,)
+
+
+# ---------------------------------------------------------------------------
+# Printing
+
+
+def _fmt_attr(v) -> str:
+    if isinstance(v, Graph):
+        return f"<graph {len(v.nodes)} nodes>"
+    if isinstance(v, tuple) and v and v[0] == "slice":
+        return "{}:{}:{}".format(*("" if x is None else x for x in v[1:]))
+    return repr(v)
+
+
+def print_graph(g: Graph, show_loc: bool = False) -> str:
+    """One line a node, like a jaxpr::
+
+        graph grad(%0: f32[3], %1: f32[3]) {
+          %2 = multiply %0, %1              : f32[3]
+          return %2
+        }
+    """
+    args = ", ".join(f"%{v}: {t}" for v, t in zip(g.inputs, g.input_types))
+    lines = [f"graph {g.name}({args}) {{"]
+    for n in g.nodes:
+        outs = ", ".join(f"%{o}" for o in n.outputs)
+        ins = ", ".join(f"%{i}" for i in n.inputs)
+        attrs = ""
+        if n.attrs:
+            attrs = " {" + ", ".join(f"{k}={_fmt_attr(v)}" for k, v in n.attrs) + "}"
+        lhs = f"  {outs} = {n.op.name}{' ' + ins if ins else ''}{attrs}"
+        tys = ", ".join(str(t) for t in n.types)
+        line = f"{lhs:<36} : {tys}"
+        if show_loc and n.loc:
+            line += f"    # {n.loc}"
+        lines.append(line)
+        sub = [v for _, v in n.attrs if isinstance(v, Graph)]
+        for s in sub:
+            lines.extend("    " + ln for ln in print_graph(s).splitlines())
+    lines.append("  return " + ", ".join(f"%{o}" for o in g.outputs))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Verification
+
+
+class GraphError(ValueError):
+    """A graph broke one of the IR's invariants."""
+
+
+def _context(g: Graph, idx: int) -> str:
+    lo, hi = max(0, idx - 5), min(len(g.nodes), idx + 5)
+    sub = Graph(g.inputs, g.input_types, g.nodes[lo:hi], (), g.name)
+    return print_graph(sub)
+
+
+def verify(g: Graph, check_types: bool = True) -> None:
+    """Check the graph's invariants; raise :class:`GraphError` naming the bad node.
+
+    Each value is defined once, before use; every output is defined; every
+    node's types equal its op's ``infer``; every node's input count fits its op.
+    """
+    defined = {}
+    for v, t in zip(g.inputs, g.input_types):
+        if v in defined:
+            raise GraphError(f"input %{v} defined twice")
+        defined[v] = t
+    for idx, n in enumerate(g.nodes):
+        if not isinstance(n.op, OpDef):
+            raise GraphError(f"node {idx} has no OpDef: {n.op!r}\n{_context(g, idx)}")
+        if n.op.nin is not None and len(n.inputs) != n.op.nin:
+            raise GraphError(
+                f"{n.op.name} takes {n.op.nin} inputs, node has {len(n.inputs)}\n{_context(g, idx)}"
+            )
+        for i in n.inputs:
+            if i not in defined:
+                raise GraphError(f"%{i} used by {n.op.name} before definition\n{_context(g, idx)}")
+        if len(n.types) != len(n.outputs):
+            raise GraphError(f"{n.op.name}: {len(n.outputs)} outputs, {len(n.types)} types")
+        if check_types:
+            try:
+                want = infer_types(n.op, [defined[i] for i in n.inputs], dict(n.attrs))
+            except Exception as e:  # the op's own rule rejects its inputs
+                raise GraphError(f"{n.op.name}: {e}\n{_context(g, idx)}") from None
+            if tuple(want) != tuple(n.types):
+                got = ", ".join(map(str, n.types))
+                exp = ", ".join(map(str, want))
+                raise GraphError(f"{n.op.name}: type {got}, op infers {exp}\n{_context(g, idx)}")
+        for o, t in zip(n.outputs, n.types):
+            if o in defined:
+                raise GraphError(f"%{o} defined twice\n{_context(g, idx)}")
+            defined[o] = t
+    for o in g.outputs:
+        if o not in defined:
+            raise GraphError(f"output %{o} is never defined")

@@ -1,0 +1,98 @@
+"""Neural-network ops, written as composites of primitives (they fuse and
+differentiate through the primitives' rules)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from ..tensor import Tensor, convert_args, convert_to_tensor
+from . import elementwise as E
+from . import reduction as R
+from . import shape as S
+
+relu = E.relu
+sigmoid = E.sigmoid
+tanh = E.tanh
+
+
+def softmax(logits, axis=-1, name=None):
+    """exp(x) / sum(exp(x)) along ``axis``, with the max subtracted for stability."""
+    (x,) = convert_args((logits,))
+    m = E.stop_gradient(R.reduce_max(x, axis, keepdims=True))
+    e = E.exp(E.subtract(x, m))
+    return E.divide(e, R.reduce_sum(e, axis, keepdims=True))
+
+
+def log_softmax(logits, axis=-1, name=None):
+    """x - logsumexp(x) along ``axis``."""
+    (x,) = convert_args((logits,))
+    return E.subtract(x, R.reduce_logsumexp(x, axis, keepdims=True))
+
+
+def leaky_relu(features, alpha=0.2, name=None):
+    (x,) = convert_args((features,))
+    return E.where(E.greater(x, 0), x, E.multiply(x, alpha))
+
+
+def softplus(features, name=None):
+    """log(1 + exp(x)), stable for large |x|."""
+    (x,) = convert_args((features,))
+    return E.add(E.relu(x), E.log1p(E.exp(E.negative(E.abs(x)))))
+
+
+_rng = np.random.default_rng()
+
+
+def dropout(x, rate, noise_shape=None, seed=None, name=None):
+    """Zero each element with probability ``rate``, scale the rest by 1/(1-rate)."""
+    (x,) = convert_args((x,))
+    if not 0 <= rate < 1:
+        raise InvalidArgumentError(f"dropout: rate must be in [0, 1), got {rate}")
+    if rate == 0:
+        return x
+    rng = np.random.default_rng(seed) if seed is not None else _rng
+    shape = x._type.shape if noise_shape is None else tuple(noise_shape)
+    keep = (rng.random(shape) >= rate).astype(x._type.dtype) / (1 - rate)
+    return E.multiply(x, Tensor(keep.astype(x._type.dtype), _own=True))
+
+
+def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """Per-example -log softmax(logits)[label]; labels are integer class ids."""
+    if labels is None or logits is None:
+        raise ValueError("sparse_softmax_cross_entropy_with_logits needs labels= and logits=")
+    (z,) = convert_args((logits,))
+    y = labels if isinstance(labels, Tensor) else convert_to_tensor(labels)
+    if not y.dtype.is_integer:
+        raise InvalidArgumentError(f"labels must be integers, got {y.dtype.name}")
+    if y._type.shape != z._type.shape[:-1]:
+        raise InvalidArgumentError(
+            "logits and labels must have the same first dimensions, got logits shape "
+            f"{list(z._type.shape)} and labels shape {list(y._type.shape)}"
+        )
+    depth = z._type.shape[-1]
+    if y._value is not None and y._value.size:
+        bad = y._value[(y._value < 0) | (y._value >= depth)]
+        if bad.size:
+            raise InvalidArgumentError(
+                f"Received a label value of {bad.ravel()[0]} which is outside the valid range "
+                f"of [0, {depth})"
+            )
+    hot = S.one_hot(y, depth, dtype=z.dtype)
+    return E.negative(R.reduce_sum(E.multiply(hot, log_softmax(z)), -1))
+
+
+def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=None):
+    (y, z) = convert_args((labels, logits))
+    return E.negative(R.reduce_sum(E.multiply(y, log_softmax(z, axis)), axis))
+
+
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """max(z, 0) - z*y + log(1 + exp(-|z|)), TF's stable form."""
+    (y, z) = convert_args((labels, logits))
+    return E.add(E.subtract(E.relu(z), E.multiply(z, y)), E.log1p(E.exp(E.negative(E.abs(z)))))
+
+
+def l2_loss(t, name=None):
+    (x,) = convert_args((t,))
+    return E.multiply(R.reduce_sum(E.square(x)), 0.5)

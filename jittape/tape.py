@@ -1,0 +1,589 @@
+"""GradientTape: records ops into IR nodes and differentiates them (TF 2.x semantics)."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import functools
+import inspect
+import warnings
+
+import numpy as np
+
+from . import _state, backends, nest
+from .autodiff import backward, backward_graph
+from .ir import Node, Opaque, OpDef, freeze_attrs
+from .ops import elementwise as E
+from .ops import shape as S
+from .ops.registry import defop
+from .tensor import Tensor, Variable, apply, convert_to_tensor
+
+
+class UnconnectedGradients(enum.Enum):
+    """What ``gradient`` returns for a source the target does not depend on."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+_warned = {"int_watch": 0}
+_RELEASED = (
+    "A non-persistent GradientTape can only be used to compute one set of gradients "
+    "(or jacobians)"
+)
+
+
+def _type_name(x) -> str:
+    return type(x).__name__
+
+
+class GradientTape:
+    """Record operations for automatic differentiation.
+
+    Example::
+
+        x = jt.Variable(3.0)
+        with jt.GradientTape() as tape:
+            y = x * x
+        tape.gradient(y, x)  # 6.0
+    """
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self._persistent = bool(persistent)
+        self._watch_accessed = bool(watch_accessed_variables)
+        self._recording = False
+        self._released = False
+        self._warned_inside = False
+        self._clear()
+        self._watched_vars: dict = {}  # creation order -> Variable
+
+    def _clear(self):
+        self._nodes: list = []
+        self._values: dict = {}  # value id -> the recorded (snapshot) tensor
+        self._on_tape: set = set()
+
+    # -- context -----------------------------------------------------------
+    def __enter__(self):
+        if self._recording:
+            raise ValueError(
+                "Tape is still recording, This can happen if you try to re-enter an "
+                "already-active tape."
+            )
+        self._push()
+        return self
+
+    def __exit__(self, *exc):
+        if self._recording:
+            self._pop()
+
+    def _push(self):
+        _state.local.tapes.append(self)
+        self._recording = True
+
+    def _pop(self):
+        tapes = _state.local.tapes
+        for k in range(len(tapes) - 1, -1, -1):
+            if tapes[k] is self:
+                del tapes[k]
+                break
+        self._recording = False
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Ops run inside this context are not recorded; recording resumes after it."""
+        if self._released and not self._persistent:
+            raise RuntimeError(
+                "Cannot stop recording on a GradientTape that was released: " + _RELEASED
+            )
+        if not self._recording:
+            raise ValueError("Tape is not recording.")
+        self._pop()
+        try:
+            yield
+        finally:
+            self._push()
+
+    def reset(self):
+        """Drop everything recorded so far (only while recording)."""
+        if not self._recording:
+            raise ValueError("Tape is not recording.")
+        self._clear()
+        self._watched_vars = {}
+        self._released = False
+
+    # -- watching ----------------------------------------------------------
+    def watch(self, tensor):
+        """Record ops on ``tensor`` (a tensor, variable, or nested structure of them)."""
+        for t in nest.flatten(tensor):
+            if isinstance(t, Variable):
+                self._on_tape.add(t._id)
+                self._watched_vars[t._uid] = t
+                continue
+            if not isinstance(t, Tensor):
+                raise ValueError(
+                    f"Passed in object of type {_type_name(t)!r}, not jt.Tensor or "
+                    "jt.Variable. Wrap numpy arrays and Python numbers in jt.constant(...) "
+                    "before watching them."
+                )
+            if not t._type.is_float and _warned["int_watch"] < 5:
+                _warned["int_watch"] += 1
+                warnings.warn(
+                    "The dtype of the watched tensor must be floating (e.g. float32), "
+                    f"got {t._type.dtype}",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            self._on_tape.add(t._id)
+
+    def watched_variables(self) -> tuple:
+        """Variables this tape watched, in creation order."""
+        return tuple(self._watched_vars[k] for k in sorted(self._watched_vars))
+
+    # -- recording (called by dispatch) ------------------------------------
+    def _on_variable_read(self, v: Variable, t: Tensor):
+        explicit = v._id in self._on_tape
+        if not (explicit or (self._watch_accessed and v.trainable)):
+            return
+        if not explicit:
+            self._watched_vars[v._uid] = v
+            self._on_tape.add(v._id)
+        if t._id in self._on_tape or not t._type.is_float:
+            return
+        self._add(_read_op(), (), [v._id], [t], ())
+
+    def _record(self, op: OpDef, attrs: dict, ins, outs):
+        on = self._on_tape
+        if op.extra.get("cut"):
+            return
+        for t in ins:
+            if t._id in on and t._type.is_float:
+                break
+        else:
+            return
+        if not any(o._type.is_float for o in outs):
+            return
+        self._add(op, tuple(attrs.items()), [t._id for t in ins], outs, ins)
+
+    def _add(self, op, attrs, in_ids, outs, ins):
+        self._nodes.append(
+            Node(op, tuple(in_ids), tuple(o._id for o in outs), attrs,
+                 tuple(o._type for o in outs))
+        )
+        vals = self._values
+        for t in ins:
+            vals[t._id] = t
+        for o in outs:
+            vals[o._id] = o
+            if o._type.is_float:
+                self._on_tape.add(o._id)
+
+    # -- gradients -----------------------------------------------------------
+    def _check_usable(self):
+        if self._released:
+            raise RuntimeError(_RELEASED)
+
+    def _prepare(self):
+        """Stop a non-persistent tape that is still recording; warn for a persistent one."""
+        if self._recording:
+            if not self._persistent:
+                self._pop()
+            elif not self._warned_inside:
+                self._warned_inside = True
+                warnings.warn(
+                    "Calling GradientTape.gradient on a persistent tape inside its context is "
+                    "significantly less efficient than calling it outside the context (it "
+                    "causes the gradient ops to be recorded on the tape, leading to increased "
+                    "CPU and memory usage). Only call GradientTape.gradient inside the context "
+                    "if you actually want to trace the gradient in order to compute higher "
+                    "order derivatives.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+
+    def _release(self):
+        if not self._persistent:
+            self._clear()
+            self._released = True
+
+    def gradient(
+        self,
+        target,
+        sources,
+        output_gradients=None,
+        unconnected_gradients=UnconnectedGradients.NONE,
+    ):
+        """Gradients of ``target`` (summed over its elements, and over a list of
+        targets) with respect to ``sources``, in the nesting of ``sources``.
+
+        ``output_gradients`` weights each target. Sources the target does not
+        depend on give ``None`` (zeros with ``unconnected_gradients="zero"``).
+        """
+        self._check_usable()
+        if target is None:
+            raise TypeError("Argument `target` should be a list or nested structure of Tensors, "
+                            "Variables or CompositeTensors to be differentiated, but received "
+                            "None.")
+        unconnected = _unconnected(unconnected_gradients)
+        self._prepare()
+        targets = [_as_target(t) for t in nest.flatten(target)]
+        if output_gradients is None:
+            seeds = [None] * len(targets)
+        else:
+            og = nest.flatten(output_gradients)
+            if len(og) != len(targets):
+                raise ValueError(
+                    f"output_gradients has {len(og)} entries for {len(targets)} targets"
+                )
+            seeds = [None if s is None else _seed(s, t) for s, t in zip(og, targets)]
+        flat_sources = nest.flatten(sources)
+        ids = [_source_id(s) for s in flat_sources]
+        try:
+            grads = self._compute(targets, seeds, ids)
+        finally:
+            self._release()
+        out = []
+        for s, sid, g in zip(flat_sources, ids, grads):
+            if g is None and unconnected is UnconnectedGradients.ZERO:
+                g = E.zeros(s.shape, s.dtype)
+            out.append(g)
+        return nest.pack_sequence_as(sources, out)
+
+    def _eager_mode(self, targets) -> bool:
+        # another tape (or this persistent one) is recording: run VJPs as ops it records
+        if _state.local.tapes or _state.local.tracers:
+            return True
+        return any(t._value is None for t in targets)
+
+    def _compute(self, targets, seeds, ids):
+        """Gradient tensors (or None) for source ids; ``None`` ids are not differentiable."""
+        want = [i for i in ids if i is not None]
+        if not want:
+            return [None] * len(ids)
+        if self._eager_mode(targets):
+            seed_map = {}
+            for t, s in zip(targets, seeds):
+                seed = E.ones_like(t) if s is None else convert_to_tensor(s, t.dtype)
+                prev = seed_map.get(t._id)
+                seed_map[t._id] = seed if prev is None else E.add(prev, seed)
+            res = backward(list(self._nodes), seed_map, want, self._values.get)
+        else:
+            res = self._run_graph(targets, seeds, want)
+        return [None if i is None else res.get(i) for i in ids]
+
+    def _run_graph(self, targets, seeds, want):
+        graph, feeds, computed, consts = backward_graph(
+            self._nodes, targets, seeds, want, self._values
+        )
+        arrays = backends.run(graph, feeds) if graph.outputs else []
+        res = {}
+        for k, sid in enumerate(want):
+            if computed[k] is not None:
+                res[sid] = Tensor(arrays[computed[k]], _own=True)
+            elif k in consts:
+                res[sid] = consts[k]
+        return res
+
+    def jacobian(
+        self,
+        target,
+        sources,
+        unconnected_gradients=UnconnectedGradients.NONE,
+        parallel_iterations=None,
+        experimental_use_pfor=True,
+    ):
+        """d target / d source for every element: shape ``target.shape + source.shape``."""
+        self._check_usable()
+        unconnected = _unconnected(unconnected_gradients)
+        self._prepare()
+        t = _as_target(target)
+        flat_sources = nest.flatten(sources)
+        ids = [_source_id(s) for s in flat_sources]
+        n = int(np.prod(t._type.shape))
+        try:
+            rows = self._rows(t, n, ids, lambda j: _unit(t._type, j))
+        finally:
+            self._release()
+        out = []
+        for s, col in zip(flat_sources, rows):
+            shape = tuple(t._type.shape) + tuple(s.shape)
+            if col is None:
+                out.append(E.zeros(shape, s.dtype) if unconnected is UnconnectedGradients.ZERO
+                           else None)
+            else:
+                out.append(S.reshape(col, shape))
+        return nest.pack_sequence_as(sources, out)
+
+    def batch_jacobian(
+        self,
+        target,
+        source,
+        unconnected_gradients=UnconnectedGradients.NONE,
+        parallel_iterations=None,
+        experimental_use_pfor=True,
+    ):
+        """Per-example jacobian: ``[b, y...] x [b, x...] -> [b, y..., x...]``, assuming
+        example i of the target depends only on example i of the source."""
+        self._check_usable()
+        _unconnected(unconnected_gradients)
+        t = _as_target(target)
+        ts, ss = tuple(t._type.shape), tuple(source.shape)
+        if len(ts) < 2:
+            raise ValueError(f"Need first dimension of target to be known and target must have "
+                             f"rank at least 2, got shape {list(ts)}")
+        if len(ss) < 2:
+            raise ValueError(f"Need first dimension of source to be known and source must have "
+                             f"rank at least 2, got shape {list(ss)}")
+        if ts[0] != ss[0]:
+            raise ValueError(
+                f"Need first dimension of target shape ({list(ts)}) and source shape "
+                f"({list(ss)}) to match."
+            )
+        self._prepare()
+        b, ny = ts[0], int(np.prod(ts[1:]))
+        ids = [_source_id(source)]
+
+        def seed(j):
+            s = np.zeros((b, ny), t._type.dtype)
+            s[:, j] = 1
+            return s.reshape(ts)
+
+        try:
+            (col,) = self._rows(t, ny, ids, seed, stack_axis=1)
+        finally:
+            self._release()
+        shape = ts + ss[1:]
+        if col is None:  # batch_jacobian gives zeros even with "none", as TF does
+            return E.zeros(shape, source.dtype)
+        return S.reshape(col, shape)
+
+    def _rows(self, t, n, ids, seed_fn, stack_axis=0):
+        """For each source, the stack of gradients for seeds ``seed_fn(0..n-1)``."""
+        want = [i for i in ids if i is not None]
+        if not want:
+            return [None] * len(ids)
+        if self._eager_mode([t]):
+            per = [self._compute([t], [seed_fn(j)], ids) for j in range(n)]
+            cols = []
+            for k in range(len(ids)):
+                gs = [p[k] for p in per]
+                cols.append(None if all(g is None for g in gs) else S.stack(
+                    [g if g is not None else E.zeros_like(_src_like(ids[k], per)) for g in gs],
+                    axis=stack_axis))
+            return cols
+        # one backward graph, run once per seed
+        graph, feeds, computed, consts = backward_graph(
+            self._nodes, [t], [seed_fn(0)], want, self._values
+        )
+        seed_id = next(v for v, nm in zip(graph.inputs, graph.input_names) if nm == "seed")
+        runs = []
+        for j in range(n):
+            feeds[seed_id] = seed_fn(j)
+            runs.append(backends.run(graph, feeds) if graph.outputs else [])
+        cols = []
+        for k, sid in enumerate(ids):
+            if sid is None:
+                cols.append(None)
+                continue
+            w = want.index(sid)
+            if computed[w] is None:
+                cols.append(None if w not in consts else S.stack([consts[w]] * n, stack_axis))
+                continue
+            arr = np.stack([r[computed[w]] for r in runs], axis=stack_axis)
+            cols.append(Tensor(arr, _own=True))
+        return cols
+
+
+def _src_like(sid, per):
+    for p in per:
+        for g in p:
+            if g is not None:
+                return g
+    raise AssertionError("no gradient to take a shape from")
+
+
+def _unit(ty, j):
+    s = np.zeros(int(np.prod(ty.shape)), ty.dtype)
+    s[j] = 1
+    return s.reshape(ty.shape)
+
+
+def _unconnected(value) -> UnconnectedGradients:
+    try:
+        return UnconnectedGradients(value.value if isinstance(value, UnconnectedGradients)
+                                    else value)
+    except ValueError:
+        raise ValueError(f"Unknown value for unconnected_gradients: {value!r}") from None
+
+
+def _as_target(t):
+    if isinstance(t, Variable):
+        # a variable as target: its current value, identified with the variable itself
+        return Tensor(t._value, _id=t._id)
+    if not isinstance(t, Tensor):
+        raise TypeError(
+            f"gradient target must be a Tensor or Variable, got {_type_name(t)}"
+        )
+    return t
+
+
+def _seed(s, t: Tensor):
+    if isinstance(s, Tensor) and s._value is None:
+        return s
+    a = np.asarray(s.numpy() if isinstance(s, (Tensor, Variable)) else s, dtype=t._type.dtype)
+    return np.broadcast_to(a, t._type.shape)
+
+
+def _source_id(s):
+    """The value id of a gradient source, or None for an integer one (which warns)."""
+    if isinstance(s, (Tensor, Variable)):
+        if not s.dtype.is_floating:
+            warnings.warn(
+                "The dtype of the source tensor must be floating (e.g. jt.float32) when "
+                f"calling GradientTape.gradient, got {s.dtype.name}",
+                UserWarning,
+                stacklevel=4,
+            )
+            return None
+        return s._id
+    raise TypeError(
+        f"gradient sources must be jt.Tensor or jt.Variable, got {_type_name(s)}; to "
+        "differentiate with respect to a value, wrap it with jt.constant(...) and "
+        "tape.watch() it before computing the target"
+    )
+
+
+def _read_op():
+    return E.read_op
+
+
+# ---------------------------------------------------------------------------
+# custom_gradient
+
+
+def _custom_infer(types, **attrs):
+    return attrs["out_types"]
+
+
+def _custom_vjp(g, out, *inputs, grad_fn, n_args, n_outs, variables, out_types):
+    fn = grad_fn.value
+    gs = tuple(g) if n_outs > 1 else (g,)
+    vars_ = variables.value
+    if vars_:
+        res = fn(*gs, variables=list(vars_))
+        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+            raise ValueError(
+                "custom_gradient: with variables, grad_fn must return (input_grads, "
+                "variable_grads)"
+            )
+        in_grads, var_grads = res
+        in_grads = list(in_grads) if isinstance(in_grads, (list, tuple)) else [in_grads]
+        var_grads = list(var_grads)
+        if len(var_grads) != len(vars_):
+            raise ValueError(
+                f"custom_gradient: grad_fn returned {len(var_grads)} variable gradients for "
+                f"{len(vars_)} variables"
+            )
+    else:
+        res = fn(*gs)
+        in_grads = list(res) if isinstance(res, (list, tuple)) else [res]
+        var_grads = []
+    if len(in_grads) != n_args:
+        raise ValueError(
+            f"custom_gradient function expected to return {n_args} gradients, but returned "
+            f"{len(in_grads)} instead."
+        )
+    return tuple(
+        None if gi is None else convert_to_tensor(gi) for gi in list(in_grads) + var_grads
+    )
+
+
+custom_gradient_op = defop(
+    "custom_gradient", inputs=None, kind="other", forward=None, infer=_custom_infer,
+    vjp=_custom_vjp, nout=None, pure=False, doc="a function with a user-defined gradient",
+)
+
+
+def _accepts_variables(fn) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == "variables" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def custom_gradient(f=None):
+    """Decorator: ``f(*x)`` returns ``(y, grad_fn)``; ``grad_fn(*dy)`` gives the gradients
+    of the inputs (and, given ``variables=``, of the variables ``f`` read).
+
+    Example::
+
+        @jt.custom_gradient
+        def clip_grad(x):
+            def grad(dy):
+                return jt.clip_by_value(dy, -1.0, 1.0)
+            return jt.identity(x), grad
+    """
+    if f is None:
+        return custom_gradient
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        reads: list = []
+        local = _state.local
+        saved = local.tapes
+        local.variable_reads.append(reads)
+        local.tapes = []  # f's own ops are not recorded: the op is f as a whole
+        try:
+            result, grad_fn = f(*args, **kwargs)
+        finally:
+            local.tapes = saved
+            local.variable_reads.pop()
+        arg_vars = [a for a in args if isinstance(a, Variable)]
+        variables = []
+        for v in reads:
+            if not any(v is w for w in arg_vars) and not any(v is w for w in variables):
+                variables.append(v)
+        if variables and not _accepts_variables(grad_fn):
+            raise TypeError(
+                "If using @custom_gradient with a function that uses variables, then grad_fn "
+                "must accept a keyword argument 'variables'."
+            )
+        for reads_outer in local.variable_reads:
+            reads_outer.extend(variables)
+        ins = [a.read_value() if isinstance(a, Variable) else a for a in args
+               if isinstance(a, (Tensor, Variable))]
+        ins += [v.read_value() for v in variables]
+        flat = nest.flatten(result)
+        outs = []
+        for r in flat:
+            r = convert_to_tensor(r)
+            if r._value is not None:
+                outs.append(Tensor(r._value))  # a fresh id: the op's output, not its input
+            else:
+                with _paused():
+                    outs.append(apply(E.identity_op, r))
+        n_args = len(ins) - len(variables)
+        attrs = dict(freeze_attrs({
+            "grad_fn": Opaque(grad_fn),
+            "n_args": n_args,
+            "n_outs": len(outs),
+            "variables": Opaque(tuple(variables), "variables"),
+            "out_types": tuple(o._type for o in outs),
+        }))
+        for tape in local.tapes:
+            tape._record(custom_gradient_op, attrs, ins, outs)
+        return nest.pack_sequence_as(result, outs)
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def _paused():
+    local = _state.local
+    saved = local.tapes
+    local.tapes = []
+    try:
+        yield
+    finally:
+        local.tapes = saved
+

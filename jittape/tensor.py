@@ -1,0 +1,606 @@
+"""Tensors, variables and the one dispatch path every op call goes through.
+
+``apply(op, *args, **attrs)`` converts the arguments, checks shapes and dtypes with
+the op's ``infer`` rule (raising :class:`InvalidArgumentError` that names the op,
+the shapes and the user's line), then either computes the result with the op's
+numpy reference (eager) or appends a node to the current trace (symbolic). Eager
+results are offered to every recording tape on this thread.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _state
+from .dtypes import DType, as_dtype
+from .errors import InvalidArgumentError, user_location
+from .ir import GraphBuilder, OpDef, Type, freeze_attrs, infer_types
+
+# ---------------------------------------------------------------------------
+# Shapes
+
+
+class TensorShape(tuple):
+    """A tuple of dims that also compares equal to lists, as ``tf.TensorShape`` does."""
+
+    def __eq__(self, other):
+        if isinstance(other, (list, tuple)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = tuple.__hash__
+
+    @property
+    def rank(self) -> int:
+        return len(self)
+
+    def as_list(self) -> list:
+        return list(self)
+
+
+# ---------------------------------------------------------------------------
+# Operators shared by Tensor and Variable
+
+
+def _ops():
+    from . import ops
+
+    return ops
+
+
+class _Operators:
+    __slots__ = ()
+    __array_priority__ = 100  # ndarray (op) Tensor defers to Tensor's reflected operator
+
+    def __add__(self, o):
+        return _ops().add(self, o)
+
+    def __radd__(self, o):
+        return _ops().add(o, self)
+
+    def __sub__(self, o):
+        return _ops().subtract(self, o)
+
+    def __rsub__(self, o):
+        return _ops().subtract(o, self)
+
+    def __mul__(self, o):
+        return _ops().multiply(self, o)
+
+    def __rmul__(self, o):
+        return _ops().multiply(o, self)
+
+    def __truediv__(self, o):
+        return _ops().divide(self, o)
+
+    def __rtruediv__(self, o):
+        return _ops().divide(o, self)
+
+    def __floordiv__(self, o):
+        return _ops().floordiv(self, o)
+
+    def __rfloordiv__(self, o):
+        return _ops().floordiv(o, self)
+
+    def __mod__(self, o):
+        return _ops().floormod(self, o)
+
+    def __pow__(self, o):
+        return _ops().pow(self, o)
+
+    def __rpow__(self, o):
+        return _ops().pow(o, self)
+
+    def __matmul__(self, o):
+        return _ops().matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return _ops().matmul(o, self)
+
+    def __neg__(self):
+        return _ops().negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _ops().abs(self)
+
+    def __lt__(self, o):
+        return _ops().less(self, o)
+
+    def __le__(self, o):
+        return _ops().less_equal(self, o)
+
+    def __gt__(self, o):
+        return _ops().greater(self, o)
+
+    def __ge__(self, o):
+        return _ops().greater_equal(self, o)
+
+    def __eq__(self, o):
+        return _ops().equal(self, o)
+
+    def __ne__(self, o):
+        return _ops().not_equal(self, o)
+
+    def __invert__(self):
+        return _ops().logical_not(self)
+
+    def __and__(self, o):
+        return _ops().logical_and(self, o)
+
+    def __or__(self, o):
+        return _ops().logical_or(self, o)
+
+    def __getitem__(self, key):
+        return _ops().getitem(self, key)
+
+    def __hash__(self):
+        raise TypeError(
+            f"{type(self).__name__} is unhashable (== is elementwise). Use tensor.ref() as a key."
+        )
+
+    def ref(self):
+        """A hashable reference to this object (``tf.Tensor.ref``)."""
+        return _Ref(self)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a scalar tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a scalar tensor")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+
+class _Ref:
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def deref(self):
+        return self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _Ref) and other.obj is self.obj
+
+
+# ---------------------------------------------------------------------------
+# Tensor
+
+
+class Tensor(_Operators):
+    """An immutable value: an eager numpy array, or a symbolic value in a trace.
+
+    Its ``_id`` is the value id the IR uses, so a tape's recorded node refers to
+    the tensor itself; identity, not value, decides what a gradient source is.
+    """
+
+    __slots__ = ("_value", "_id", "_type", "_tracer", "__weakref__")
+
+    def __init__(self, value=None, *, _type=None, _tracer=None, _id=None, _own=False):
+        if value is not None:
+            a = np.asarray(value)
+            if a.flags.writeable:
+                if not _own:  # never freeze (or alias) an array the caller still holds
+                    a = a.copy()
+                a.setflags(write=False)
+            self._value = a
+            self._type = Type(a.shape, a.dtype.name)
+        else:
+            self._value = None
+            self._type = _type
+        self._tracer = _tracer
+        self._id = _state.new_id() if _id is None else _id
+
+    # -- properties ---------------------------------------------------------
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(self._type.shape)
+
+    @property
+    def dtype(self) -> DType:
+        return as_dtype(self._type.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self._type.rank
+
+    @property
+    def is_symbolic(self) -> bool:
+        return self._value is None
+
+    def _concrete(self, what):
+        if self._value is None:
+            raise TypeError(
+                f"{what} needs a concrete value, but this tensor is symbolic "
+                f"(it is being traced); use jittape ops instead"
+            )
+        return self._value
+
+    def numpy(self) -> np.ndarray:
+        """A copy of the value as a numpy array (a 0-d array for scalars, as TF gives a
+        numpy scalar)."""
+        v = self._concrete("numpy()")
+        return v.copy() if v.ndim else v[()]
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._concrete("np.asarray(tensor)")
+        if copy:
+            v = v.copy()
+        return v if dtype is None else v.astype(dtype, copy=False)
+
+    def __float__(self):
+        return float(self._concrete("float()"))
+
+    def __int__(self):
+        return int(self._concrete("int()"))
+
+    def __index__(self):
+        if not self.dtype.is_integer:
+            raise TypeError("only integer scalar tensors can be used as an index")
+        return int(self._concrete("index"))
+
+    def __bool__(self):
+        v = self._concrete("bool() (Python control flow on a tensor)")
+        if v.size != 1:
+            raise ValueError(
+                f"The truth value of a tensor with shape {list(v.shape)} is ambiguous; "
+                "use jt.reduce_any / jt.reduce_all"
+            )
+        return bool(v)
+
+    def __repr__(self):
+        if self._value is None:
+            return f"<jt.Tensor symbolic %{self._id}: shape={self.shape}, dtype={self.dtype.name}>"
+        v = self._value
+        body = repr(v.item()) if v.ndim == 0 else np.array2string(v, separator=", ")
+        return f"<jt.Tensor: shape={self.shape}, dtype={self.dtype.name}, numpy={body}>"
+
+    __str__ = __repr__
+
+
+# ---------------------------------------------------------------------------
+# Variable
+
+
+class Variable(_Operators):
+    """Mutable state. Reads inside a tape are watched automatically when trainable.
+
+    ``assign`` replaces the stored array (it never writes into it), so a value a
+    tape has already recorded stays as it was.
+    """
+
+    __slots__ = ("_value", "_id", "_uid", "_read_tensor", "trainable", "_name", "__weakref__")
+    _count = 0
+
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None):
+        if isinstance(initial_value, Variable):
+            initial_value = initial_value.numpy()
+        if callable(initial_value):
+            initial_value = initial_value()
+        t = convert_to_tensor(initial_value, dtype=dtype)
+        if t._value is None:
+            raise TypeError("a Variable needs a concrete initial value, not a symbolic tensor")
+        self._value = t._value
+        self._id = _state.new_id()  # the gradient source id; each read gets its own value id
+        Variable._count += 1
+        self._uid = Variable._count
+        self._read_tensor = t
+        self.trainable = bool(trainable)
+        self._name = name or "Variable"
+
+    @property
+    def name(self) -> str:
+        return f"{self._name}:0"
+
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(self._value.shape)
+
+    @property
+    def dtype(self) -> DType:
+        return as_dtype(self._value.dtype)
+
+    @property
+    def ndim(self):
+        return self._value.ndim
+
+    def read_value(self) -> Tensor:
+        """The current value as a tensor (recorded on tapes that watch this variable)."""
+        t = self._read_tensor
+        if t is None:
+            t = self._read_tensor = Tensor(self._value)
+        for reads in _state.local.variable_reads:
+            reads.append(self)
+        for tape in _state.local.tapes:
+            tape._on_variable_read(self, t)
+        return t
+
+    value = read_value
+
+    def numpy(self) -> np.ndarray:
+        return self._value.copy() if self._value.ndim else self._value[()]
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._value.copy() if copy else self._value
+        return v if dtype is None else v.astype(dtype, copy=False)
+
+    def __float__(self):
+        return float(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def _new_value(self, value, what) -> np.ndarray:
+        t = convert_to_tensor(value, dtype=self.dtype)
+        a = t._concrete(f"Variable.{what}")
+        if a.shape != self._value.shape:
+            raise InvalidArgumentError(
+                f"Variable.{what}: cannot assign a value of shape {list(a.shape)} to variable "
+                f"{self.name!r} of shape {list(self._value.shape)}"
+                + _at(user_location())
+            )
+        return a
+
+    def _set(self, a: np.ndarray):
+        a = np.array(a, dtype=self._value.dtype, copy=True)
+        a.setflags(write=False)
+        self._value = a
+        self._read_tensor = None
+
+    def assign(self, value, read_value=True):
+        """Set the value. Returns the variable."""
+        self._set(self._new_value(value, "assign"))
+        return self
+
+    def assign_add(self, delta, read_value=True):
+        self._set(self._value + self._new_value(delta, "assign_add"))
+        return self
+
+    def assign_sub(self, delta, read_value=True):
+        self._set(self._value - self._new_value(delta, "assign_sub"))
+        return self
+
+    def __repr__(self):
+        body = np.array2string(self._value, separator=", ")
+        return (
+            f"<jt.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, numpy={body}>"
+        )
+
+
+# ---------------------------------------------------------------------------
+# Conversion
+
+
+def _default_dtype(a: np.ndarray, pyvalue) -> np.dtype:
+    """TF's defaults: Python floats are float32, Python ints int32."""
+    if isinstance(pyvalue, np.ndarray) or isinstance(pyvalue, np.generic):
+        return a.dtype
+    if a.dtype == np.float64:
+        return np.dtype(np.float32)
+    if a.dtype == np.int64:
+        if a.size and (a.max() > np.iinfo(np.int32).max or a.min() < np.iinfo(np.int32).min):
+            return a.dtype
+        return np.dtype(np.int32)
+    return a.dtype
+
+
+def convert_to_tensor(value, dtype=None) -> Tensor:
+    """A Tensor from a Tensor, Variable, numpy array, Python number or nested list."""
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != as_dtype(dtype):
+            raise InvalidArgumentError(
+                f"Tensor conversion requested dtype {as_dtype(dtype).name} for a tensor of "
+                f"dtype {value.dtype.name}" + _at(user_location())
+            )
+        return value
+    if isinstance(value, Variable):
+        if dtype is not None and value.dtype != as_dtype(dtype):
+            raise InvalidArgumentError(
+                f"Tensor conversion requested dtype {as_dtype(dtype).name} for variable "
+                f"{value.name!r} of dtype {value.dtype.name}" + _at(user_location())
+            )
+        return value.read_value()
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, Variable)) for v in value):
+        return _ops().stack([convert_to_tensor(v, dtype) for v in value])
+    try:
+        a = np.asarray(value)
+    except Exception as e:
+        raise TypeError(f"cannot convert {type(value).__name__} to a tensor: {e}") from None
+    if a.dtype == object or a.dtype.kind in "USV":
+        raise TypeError(f"cannot convert {type(value).__name__} of {a.dtype} to a tensor")
+    if dtype is None:
+        return Tensor(a.astype(_default_dtype(a, value), copy=False))
+    want = as_dtype(dtype)._np
+    if a.dtype != want:
+        if isinstance(value, (np.ndarray, np.generic)) and not (
+            a.dtype.kind in "iub" and want.kind == "f"
+        ):
+            # numpy data keeps its dtype: no silent float64 -> float32 narrowing
+            if a.dtype.kind == "f" and want.kind == "f":
+                pass
+            elif not np.can_cast(a.dtype, want, casting="same_kind"):
+                raise TypeError(f"cannot convert an array of {a.dtype} to a tensor of {want.name}")
+        if want.kind in "iub" and a.dtype.kind == "f":
+            if not np.all(np.equal(np.mod(a, 1), 0)):
+                raise TypeError(
+                    f"Cannot convert {value!r} to a tensor of dtype {want.name}"
+                    + _at(user_location())
+                )
+        a = a.astype(want)
+    return Tensor(a)
+
+
+def _at(loc):
+    return f" (at {loc})" if loc else ""
+
+
+def _is_python_scalar(v) -> bool:
+    return isinstance(v, (numbers.Number, bool)) and not isinstance(v, (np.ndarray, np.generic))
+
+
+def convert_args(args, like=None):
+    """Convert op arguments: Python scalars take the dtype of the tensors beside them."""
+    ref = like
+    if ref is None:
+        for a in args:
+            if isinstance(a, (Tensor, Variable)) and not a.dtype.is_bool:
+                ref = a.dtype
+                break
+    out = []
+    for a in args:
+        if isinstance(a, (Tensor,)):
+            out.append(a)
+        elif isinstance(a, Variable):
+            out.append(a.read_value())
+        elif _is_python_scalar(a) and ref is not None and not isinstance(a, bool):
+            if isinstance(a, float) and not ref.is_floating:
+                raise TypeError(
+                    f"Cannot convert {a!r} to a tensor of dtype {ref.name}" + _at(user_location())
+                )
+            out.append(_scalar_tensor(a, ref))
+        else:
+            out.append(convert_to_tensor(a))
+    return out
+
+
+_scalar_cache: dict = {}
+
+
+def _scalar_tensor(v, dtype: DType) -> Tensor:
+    """Small Python constants (1.0, 2, 0.5) are shared tensors: they recur in every VJP."""
+    key = (type(v), v, dtype.name)
+    t = _scalar_cache.get(key)
+    if t is None:
+        t = Tensor(np.asarray(v, dtype=dtype._np), _own=True)
+        if len(_scalar_cache) < 4096:
+            _scalar_cache[key] = t
+    return t
+
+
+# ---------------------------------------------------------------------------
+# Symbolic tracing
+
+
+class Tracer:
+    """Builds a Graph from op calls on symbolic tensors.
+
+    Concrete tensors that meet a symbolic one become graph inputs ("captures"),
+    so the graph's structure does not depend on their values.
+    """
+
+    def __init__(self, name="trace"):
+        self.builder = GraphBuilder(name, new_id=_state.new_id)
+        self.captures: dict = {}  # concrete tensor id -> (input id, ndarray)
+
+    def placeholder(self, type_: Type, name=None) -> Tensor:
+        vid = self.builder.add_input(type_, name)
+        return Tensor(_type=type_, _tracer=self, _id=vid)
+
+    def capture(self, t: Tensor) -> int:
+        hit = self.captures.get(t._id)
+        if hit is None:
+            vid = self.builder.add_input(t._type, f"capture{len(self.captures)}")
+            hit = self.captures[t._id] = (vid, t._value)
+        return hit[0]
+
+    def add(self, op: OpDef, ins, attrs: dict, types, loc=None):
+        ids = [t._id if t._tracer is self else self.capture(t) for t in ins]
+        outs = self.builder.add_node(op, ids, attrs, loc=loc, types=types)
+        return [Tensor(_type=ty, _tracer=self, _id=o) for o, ty in zip(outs, types)]
+
+    def __enter__(self):
+        _state.local.tracers.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _state.local.tracers.remove(self)
+
+
+# ---------------------------------------------------------------------------
+# Dispatch
+
+_config = {"check_numerics": False}
+
+
+def _describe(types) -> str:
+    return ", ".join(str(t) for t in types)
+
+
+def apply(op: OpDef, *args, **attrs):
+    """Run ``op`` on ``args`` eagerly, or add it to the trace that owns a symbolic input.
+
+    Returns one Tensor, or a tuple when the op has several outputs.
+    """
+    ins = convert_args(args)
+    frozen = dict(freeze_attrs(attrs))
+    in_types = [t._type for t in ins]
+    try:
+        types = infer_types(op, in_types, frozen)
+    except (ValueError, IndexError, TypeError) as e:
+        raise InvalidArgumentError(
+            f"{op.name}: {e} [inputs: {_describe(in_types)}]" + _at(user_location())
+        ) from None
+    tracer = next((t._tracer for t in ins if t._tracer is not None), None)
+    if tracer is None and not ins and _state.local.tracers:
+        tracer = _state.local.tracers[-1]  # a constant-making op joins the active trace
+    if tracer is not None:
+        outs = tracer.add(op, ins, frozen, types, loc=None)
+    else:
+        try:
+            res = op.forward(*[t._value for t in ins], **frozen)
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(f"{e}" + _at(user_location())) from None
+        res = res if op.nout > 1 else (res,)
+        outs = []
+        for r, ty in zip(res, types):
+            r = np.asarray(r)
+            if r.dtype.name != ty.dtype:
+                r = r.astype(ty.dtype)
+            if r.shape != ty.shape:
+                raise AssertionError(
+                    f"op {op.name}: reference gave shape {r.shape}, infer said {ty}"
+                )
+            outs.append(Tensor(r, _own=True))
+        if _config["check_numerics"]:
+            _check_outputs(op, outs)
+    if _state.local.tapes:
+        for tape in _state.local.tapes:
+            tape._record(op, frozen, ins, outs)
+    return tuple(outs) if op.nout > 1 else outs[0]
+
+
+def _check_outputs(op, outs):
+    for t in outs:
+        if t._type.is_float:
+            v = t._value
+            if not np.isfinite(v).all():
+                kind = _nan_inf(v)
+                raise InvalidArgumentError(
+                    f"check_numerics: op {op.name} produced {kind} values "
+                    f"[output {t._type}]" + _at(user_location())
+                )
+
+
+def _nan_inf(v) -> str:
+    has_nan = bool(np.isnan(v).any())
+    has_inf = bool(np.isinf(v).any())
+    return "Inf and NaN" if has_nan and has_inf else ("NaN" if has_nan else "Inf")

@@ -1,0 +1,158 @@
+"""A non-persistent tape frees what it recorded at its first gradient/jacobian;
+`del tape` frees a persistent tape's trace (TF_SEMANTICS.md, DESIGN.md)."""
+import gc
+import weakref
+
+import numpy as np
+
+import jittape as jt
+
+
+class Marker:
+    """Something only the recorded trace (a custom gradient's closure) holds."""
+
+
+def npv(t):
+    assert t is not None, "expected a gradient, got None"
+    return np.asarray(t.numpy())
+
+
+def _record(markers):
+    @jt.custom_gradient
+    def spy(x):
+        m = Marker()
+        markers.append(weakref.ref(m))
+
+        def grad(dy):
+            assert m is not None
+            return dy * 3.0
+
+        return x * 1.0, grad
+
+    return spy
+
+
+def _build(x, markers):
+    """Run a small model on the active tape; return the loss and weakrefs to
+    every intermediate tensor and the numpy arrays they were built from."""
+    spy = _record(markers)
+    arr = np.linspace(0.0, 1.0, 1000).astype(np.float32)
+    c = jt.constant(arr)
+    a = x * c
+    b = jt.exp(a)
+    s = spy(b)
+    d = jt.tanh(s) * a
+    loss = jt.reduce_sum(d)
+    refs = [weakref.ref(t) for t in (c, a, b, s, d)]
+    return loss, refs
+
+
+def _all_dead(refs):
+    gc.collect()
+    return [r() is None for r in refs]
+
+
+def test_non_persistent_tape_frees_after_gradient():
+    x = jt.Variable(np.full((1000,), 0.5, np.float32))
+    markers = []
+    with jt.GradientTape() as tape:
+        loss, refs = _build(x, markers)
+    loss_ref = weakref.ref(loss)
+    g = tape.gradient(loss, x)
+    assert g.shape == (1000,)
+    del loss
+    assert all(_all_dead(refs + [loss_ref])), _all_dead(refs + [loss_ref])
+    assert all(_all_dead(markers)), "custom-gradient closure still held by the tape"
+    assert tape is not None  # the tape object itself is still alive
+
+
+def test_non_persistent_tape_frees_after_gradient_inside_context():
+    x = jt.Variable(np.full((1000,), 0.5, np.float32))
+    markers = []
+    with jt.GradientTape() as tape:
+        loss, refs = _build(x, markers)
+        loss_ref = weakref.ref(loss)
+        tape.gradient(loss, x)
+        del loss
+        assert all(_all_dead(refs + [loss_ref]))
+        assert all(_all_dead(markers))
+    assert all(_all_dead(markers))
+
+
+def test_non_persistent_tape_frees_after_jacobian():
+    x = jt.Variable(np.full((4,), 0.5, np.float32))
+    markers = []
+    spy = _record(markers)
+    with jt.GradientTape() as tape:
+        a = x * 2.0
+        b = spy(a)
+        y = jt.sin(b)
+    refs = [weakref.ref(t) for t in (a, b, y)]
+    j = tape.jacobian(y, x)
+    assert j.shape == (4, 4)
+    del a, b, y
+    assert all(_all_dead(refs))
+    assert all(_all_dead(markers))
+
+
+def test_persistent_tape_keeps_trace_until_deleted():
+    x = jt.Variable(np.full((1000,), 0.5, np.float32))
+    markers = []
+    with jt.GradientTape(persistent=True) as tape:
+        loss, refs = _build(x, markers)
+    g1 = tape.gradient(loss, x)
+    del loss
+    gc.collect()
+    # A persistent tape must still be able to run the custom backward.
+    assert not any(_all_dead(markers))
+    tape_ref = weakref.ref(tape)
+    del tape
+    gc.collect()
+    assert tape_ref() is None
+    assert all(_all_dead(refs))
+    assert all(_all_dead(markers))
+    assert npv(g1).shape == (1000,)
+
+
+def test_persistent_tape_gradients_survive_tape_deletion():
+    x = jt.Variable(np.array([1.0, 2.0], np.float32))
+    with jt.GradientTape(persistent=True) as tape:
+        y = jt.reduce_sum(x * x)
+    g = tape.gradient(y, x)
+    del tape, y
+    gc.collect()
+    np.testing.assert_allclose(npv(g), [2.0, 4.0])
+
+
+def test_nested_tapes_free_everything():
+    x = jt.Variable(np.full((100,), 0.3, np.float32))
+    markers = []
+    spy = _record(markers)
+    with jt.GradientTape() as outer:
+        with jt.GradientTape() as inner:
+            a = spy(x * x)
+            y = jt.reduce_sum(jt.sin(a))
+        gx = inner.gradient(y, x)
+        pen = jt.reduce_sum(gx * gx)
+    refs = [weakref.ref(t) for t in (a, y, gx, pen)]
+    g2 = outer.gradient(pen, x)
+    assert g2.shape == (100,)
+    del a, y, gx, pen
+    assert all(_all_dead(refs)), _all_dead(refs)
+    assert all(_all_dead(markers))
+    assert inner is not None and outer is not None
+
+
+def test_many_steps_do_not_grow_memory():
+    x = jt.Variable(np.full((200,), 0.5, np.float32))
+    all_refs = []
+    for _ in range(20):
+        with jt.GradientTape() as tape:
+            a = x * 3.0
+            loss = jt.reduce_mean(jt.square(a))
+        all_refs.append(weakref.ref(a))
+        all_refs.append(weakref.ref(loss))
+        g = tape.gradient(loss, x)
+        x.assign_sub(g * 0.01)
+    del a, loss, tape
+    assert all(_all_dead(all_refs))

@@ -1,0 +1,864 @@
+"""One test per rule of TF_SEMANTICS.md ("Recording", "gradient(...)",
+"jacobian and batch_jacobian") and DESIGN.md ("Semantics that users rely on")."""
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import jittape as jt
+
+NON_PERSISTENT_MSG = (
+    "A non-persistent GradientTape can only be used to compute one set of gradients"
+)
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def npv(t):
+    assert t is not None, "expected a gradient, got None"
+    return np.asarray(t.numpy())
+
+
+def same_vars(got, expected):
+    return isinstance(got, tuple) and len(got) == len(expected) and all(
+        a is b for a, b in zip(got, expected)
+    )
+
+
+def user_warnings(record):
+    return [w for w in record if issubclass(w.category, UserWarning)]
+
+
+# --------------------------------------------------------------------------
+# Recording
+# --------------------------------------------------------------------------
+
+
+def test_variables_auto_watched_constants_only_after_watch():
+    v = jt.Variable(2.0)
+    c = jt.constant(5.0)
+    with jt.GradientTape(persistent=True) as tape:
+        y_before = c * c * v
+        tape.watch(c)
+        y_after = c * c
+    np.testing.assert_allclose(npv(tape.gradient(y_before, v)), 25.0)
+    assert tape.gradient(y_before, c) is None  # c read before it was watched
+    np.testing.assert_allclose(npv(tape.gradient(y_after, c)), 10.0)
+
+
+def test_op_recorded_only_if_float_input_on_tape_cast_to_int_cuts():
+    x = jt.Variable(2.7)
+    with jt.GradientTape(persistent=True) as tape:
+        i = jt.cast(x, jt.int32)
+        y = jt.cast(i, jt.float32) * 2.0
+        z = y + x * 3.0
+    assert i.dtype == jt.int32
+    assert tape.gradient(y, x) is None
+    np.testing.assert_allclose(npv(tape.gradient(z, x)), 3.0)
+    g = tape.gradient(y, x, unconnected_gradients="zero")
+    np.testing.assert_array_equal(npv(g), 0.0)
+
+
+def test_watch_nested_structures():
+    a, b, c, d = (jt.constant(float(v)) for v in (1, 2, 3, 4))
+    with jt.GradientTape() as tape:
+        tape.watch([a, (b, {"c": c, "d": [d]})])
+        y = a * b * c * d
+    ga, gb, gc, gd = tape.gradient(y, [a, b, c, d])
+    np.testing.assert_allclose(npv(ga), 24.0)
+    np.testing.assert_allclose(npv(gb), 12.0)
+    np.testing.assert_allclose(npv(gc), 8.0)
+    np.testing.assert_allclose(npv(gd), 6.0)
+
+
+def test_watch_variable_and_tuple():
+    v = jt.Variable(3.0, trainable=False)
+    c = jt.constant(2.0)
+    with jt.GradientTape() as tape:
+        tape.watch((v, c))
+        y = v * c
+    gv, gc = tape.gradient(y, (v, c))
+    np.testing.assert_allclose(npv(gv), 2.0)
+    np.testing.assert_allclose(npv(gc), 3.0)
+
+
+def test_watch_int_tensor_warns():
+    i = jt.constant([1, 2, 3], dtype=jt.int32)
+    with jt.GradientTape() as tape:
+        with pytest.warns(UserWarning, match=r"The dtype of the watched tensor must be floating"):
+            tape.watch(i)
+
+
+def test_watch_int_tensor_warning_names_dtype_and_is_limited_to_five():
+    code = textwrap.dedent(
+        """
+        import warnings
+        import jittape as jt
+        i = jt.constant([1, 2, 3], dtype=jt.int32)
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            for _ in range(12):
+                with jt.GradientTape() as tape:
+                    tape.watch(i)
+        msgs = [str(w.message) for w in rec
+                if "The dtype of the watched tensor must be floating" in str(w.message)]
+        print("COUNT", len(msgs))
+        print("MSG", msgs[0] if msgs else "")
+        """
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    count = int(re.search(r"COUNT (\d+)", out.stdout).group(1))
+    assert 1 <= count <= 5, out.stdout
+    assert "int32" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "value, type_name",
+    [(np.array([1.0, 2.0], np.float32), "ndarray"), (3.0, "float")],
+)
+def test_watch_non_tensor_raises_value_error(value, type_name):
+    with jt.GradientTape() as tape:
+        with pytest.raises(ValueError, match=type_name):
+            tape.watch(value)
+
+
+def test_non_trainable_variable_not_auto_watched_but_explicitly_watchable():
+    v = jt.Variable(3.0, trainable=False)
+    with jt.GradientTape(persistent=True) as tape:
+        y = v * v
+        tape.watch(v)
+        z = v * v
+    assert tape.gradient(y, v) is None
+    np.testing.assert_allclose(npv(tape.gradient(z, v)), 6.0)
+    assert same_vars(tape.watched_variables(), (v,))
+
+
+def test_watch_accessed_variables_false_requires_explicit_watch():
+    v = jt.Variable(3.0)
+    w = jt.Variable(4.0)
+    with jt.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(w)
+        y = v * w
+    gv, gw = tape.gradient(y, [v, w])
+    assert gv is None
+    np.testing.assert_allclose(npv(gw), 3.0)
+
+
+def test_watches_are_local_to_each_tape():
+    x = jt.constant(3.0)
+    with jt.GradientTape() as outer:
+        outer.watch(x)
+        with jt.GradientTape() as inner:
+            y = x * x
+        assert inner.gradient(y, x) is None
+    np.testing.assert_allclose(npv(outer.gradient(y, x)), 6.0)
+
+
+def test_watched_variables_in_creation_order():
+    v1 = jt.Variable(1.0)
+    v2 = jt.Variable(2.0)
+    v3 = jt.Variable(3.0)
+    frozen = jt.Variable(4.0, trainable=False)
+    with jt.GradientTape() as tape:
+        y = v3 * v1 * frozen
+        y = y * v2
+    watched = tape.watched_variables()
+    assert isinstance(watched, tuple)
+    assert len(watched) == 3
+    assert watched[0] is v1 and watched[1] is v2 and watched[2] is v3
+
+
+def test_watched_variables_after_non_persistent_gradient():
+    v1 = jt.Variable(1.0)
+    v2 = jt.Variable(2.0)
+    with jt.GradientTape() as tape:
+        y = v2 * v1
+    tape.gradient(y, [v1, v2])
+    watched = tape.watched_variables()
+    assert isinstance(watched, tuple)
+    assert len(watched) == 2 and watched[0] is v1 and watched[1] is v2
+
+
+def test_watched_variables_cleared_by_reset():
+    v1 = jt.Variable(1.0)
+    v2 = jt.Variable(2.0)
+    with jt.GradientTape() as tape:
+        y = v1 * 2.0
+        assert len(tape.watched_variables()) == 1
+        tape.reset()
+        assert same_vars(tape.watched_variables(), ())
+        z = v2 * 3.0
+    watched = tape.watched_variables()
+    assert len(watched) == 1 and watched[0] is v2
+    gv1, gv2 = tape.gradient([y, z], [v1, v2])
+    assert gv1 is None
+    np.testing.assert_allclose(npv(gv2), 3.0)
+
+
+def test_entering_recording_tape_raises():
+    x = jt.Variable(1.0)
+    tape = jt.GradientTape()
+    with tape:
+        with pytest.raises(ValueError, match="Tape is still recording"):
+            with tape:
+                pass
+        y = x * 5.0
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), 5.0)
+
+
+def test_reentering_finished_tape_records_more():
+    x = jt.Variable(3.0)
+    tape = jt.GradientTape()
+    with tape:
+        y = x * x
+    w = y * 100.0  # between the two contexts: not recorded
+    with tape:
+        z = y * x
+    np.testing.assert_allclose(npv(tape.gradient(z, x)), 27.0)  # 3 x^2
+
+
+def test_reentering_finished_persistent_tape_records_more():
+    x = jt.Variable(3.0)
+    tape = jt.GradientTape(persistent=True)
+    with tape:
+        y = x * x
+    w = y * 100.0
+    with tape:
+        z = y * x
+    np.testing.assert_allclose(npv(tape.gradient(z, x)), 27.0)
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), 6.0)
+    assert tape.gradient(w, x) is None
+
+
+def test_stop_recording():
+    x = jt.Variable(3.0)
+    with jt.GradientTape(persistent=True) as tape:
+        y = x * x
+        with tape.stop_recording():
+            z = x * x * x
+        w = x * 4.0
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), 6.0)
+    assert tape.gradient(z, x) is None
+    np.testing.assert_allclose(npv(tape.gradient(w, x)), 4.0)
+    np.testing.assert_allclose(npv(z), 27.0)
+
+
+def test_stop_recording_does_not_affect_outer_tape():
+    x = jt.Variable(3.0)
+    with jt.GradientTape() as outer:
+        with jt.GradientTape() as inner:
+            with inner.stop_recording():
+                z = x * x
+        assert inner.gradient(z, x) is None
+    np.testing.assert_allclose(npv(outer.gradient(z, x)), 6.0)
+
+
+def test_stop_recording_outside_context_raises_value_error():
+    tape = jt.GradientTape()
+    with pytest.raises(ValueError, match=r"Tape is not recording\."):
+        with tape.stop_recording():
+            pass
+    x = jt.Variable(1.0)
+    with tape:
+        y = x * 2.0
+    with pytest.raises(ValueError, match=r"Tape is not recording\."):
+        with tape.stop_recording():
+            pass
+
+
+def test_stop_recording_after_release_raises_runtime_error():
+    x = jt.Variable(1.0)
+    with jt.GradientTape() as tape:
+        y = x * 2.0
+    tape.gradient(y, x)
+    with pytest.raises(RuntimeError):
+        with tape.stop_recording():
+            pass
+
+
+def test_reset_drops_recorded_ops():
+    v = jt.Variable(1.0)
+    with jt.GradientTape() as t:
+        loss = v * v
+        t.reset()
+        loss += v * v
+    np.testing.assert_allclose(npv(t.gradient(loss, v)), 2.0)
+
+
+def test_reset_drops_explicit_watches():
+    c = jt.constant(2.0)
+    with jt.GradientTape() as t:
+        t.watch(c)
+        t.reset()
+        y = c * c
+    assert t.gradient(y, c) is None
+
+
+def test_reset_outside_context_raises():
+    tape = jt.GradientTape()
+    with pytest.raises(ValueError, match=r"Tape is not recording\."):
+        tape.reset()
+    x = jt.Variable(1.0)
+    with tape:
+        y = x * 3.0
+    with pytest.raises(ValueError, match=r"Tape is not recording\."):
+        tape.reset()
+
+
+# --------------------------------------------------------------------------
+# gradient(...)
+# --------------------------------------------------------------------------
+
+
+def test_second_gradient_on_non_persistent_raises_runtime_error():
+    x = jt.Variable(2.0)
+    with jt.GradientTape() as tape:
+        y = x * x
+    tape.gradient(y, x)
+    with pytest.raises(RuntimeError, match=NON_PERSISTENT_MSG):
+        tape.gradient(y, x)
+
+
+def test_persistent_allows_many_gradients():
+    x = jt.Variable(2.0)
+    with jt.GradientTape(persistent=True) as tape:
+        y = x * x * x
+    for _ in range(3):
+        np.testing.assert_allclose(npv(tape.gradient(y, x)), 12.0)
+    j = tape.jacobian(y, x)
+    np.testing.assert_allclose(npv(j), 12.0)
+
+
+def test_gradient_inside_context_non_persistent_stops_recording_silently():
+    x = jt.Variable(3.0)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with jt.GradientTape() as tape:
+            y = x * x
+            g = tape.gradient(y, x)
+            z = x * x * x  # the tape stopped recording; this must not fail
+        np.testing.assert_allclose(npv(z), 27.0)
+    np.testing.assert_allclose(npv(g), 6.0)
+    assert user_warnings(rec) == [], [str(w.message) for w in rec]
+    with pytest.raises(RuntimeError, match=NON_PERSISTENT_MSG):
+        tape.gradient(z, x)
+
+
+def test_gradient_inside_context_persistent_warns_and_records():
+    x = jt.Variable(3.0)
+    with jt.GradientTape(persistent=True) as tape:
+        y = x**3
+        with pytest.warns(UserWarning):
+            dy = tape.gradient(y, x)
+    np.testing.assert_allclose(npv(dy), 27.0)
+    d2y = tape.gradient(dy, x)
+    np.testing.assert_allclose(npv(d2y), 18.0)
+
+
+def test_target_none_raises_type_error():
+    x = jt.Variable(2.0)
+    with jt.GradientTape(persistent=True) as tape:
+        x * x
+    with pytest.raises(TypeError):
+        tape.gradient(None, x)
+
+
+def test_unknown_unconnected_gradients_raises():
+    x = jt.Variable(2.0)
+    with jt.GradientTape(persistent=True) as tape:
+        y = x * x
+    with pytest.raises(ValueError, match=re.escape("Unknown value for unconnected_gradients")):
+        tape.gradient(y, x, unconnected_gradients="nonsense")
+    with pytest.raises(ValueError, match=re.escape("'nonsense'")):
+        tape.gradient(y, x, unconnected_gradients="nonsense")
+
+
+@pytest.mark.parametrize("mode", ["zero", "ZERO_ENUM"])
+def test_unconnected_zero_gives_zeros_of_source_shape(mode):
+    mode = jt.UnconnectedGradients.ZERO if mode == "ZERO_ENUM" else mode
+    x = jt.Variable(2.0)
+    c = jt.constant(np.ones((2, 3), np.float32))
+    v = jt.Variable(np.ones((4,), np.float64))
+    with jt.GradientTape() as tape:
+        tape.watch(c)
+        y = x * x
+    gx, gc, gv = tape.gradient(y, [x, c, v], unconnected_gradients=mode)
+    np.testing.assert_allclose(npv(gx), 4.0)
+    assert gc.shape == (2, 3)
+    np.testing.assert_array_equal(npv(gc), np.zeros((2, 3)))
+    assert gv.shape == (4,)
+    np.testing.assert_array_equal(npv(gv), np.zeros(4))
+    assert gv.dtype == jt.float64
+
+
+@pytest.mark.parametrize("mode", ["none", "NONE_ENUM", "default"])
+def test_unconnected_none_gives_none(mode):
+    x = jt.Variable(2.0)
+    v = jt.Variable([1.0, 2.0])
+    with jt.GradientTape() as tape:
+        y = x * x
+    if mode == "default":
+        gx, gv = tape.gradient(y, [x, v])
+    else:
+        m = jt.UnconnectedGradients.NONE if mode == "NONE_ENUM" else mode
+        gx, gv = tape.gradient(y, [x, v], unconnected_gradients=m)
+    np.testing.assert_allclose(npv(gx), 4.0)
+    assert gv is None
+
+
+def test_non_scalar_target_is_sum():
+    x = jt.constant([1.0, 2.0, 3.0])
+    w = jt.constant(np.arange(6, dtype=np.float32).reshape(3, 2))
+    with jt.GradientTape(persistent=True) as tape:
+        tape.watch([x, w])
+        y = x * x
+        m = jt.reshape(x, (1, 3)) @ w  # shape (1, 2)
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), [2.0, 4.0, 6.0])
+    np.testing.assert_allclose(npv(tape.gradient(m, x)), w.numpy().sum(axis=1))
+    np.testing.assert_allclose(
+        npv(tape.gradient(m, w)), np.outer([1.0, 2.0, 3.0], [1.0, 1.0])
+    )
+
+
+def test_list_of_targets_is_sum():
+    x = jt.Variable([1.0, 2.0])
+    with jt.GradientTape() as tape:
+        a = x * x
+        b = 3.0 * x
+        c = jt.reduce_sum(x)
+    np.testing.assert_allclose(npv(tape.gradient([a, b, c], x)), [6.0, 8.0])
+
+
+def test_output_gradients_weight_targets():
+    x = jt.Variable(3.0)
+    y = jt.Variable(2.0)
+    with jt.GradientTape(persistent=True) as tape:
+        xy = x * y
+    (g,) = tape.gradient([xy, x], [x], output_gradients=[1.0, 2.0])
+    np.testing.assert_allclose(npv(g), 4.0)  # y*1 + 1*2
+
+
+def test_output_gradients_non_scalar():
+    x = jt.constant([1.0, 2.0, 3.0])
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    g = tape.gradient(y, x, output_gradients=jt.constant([1.0, 10.0, 100.0]))
+    np.testing.assert_allclose(npv(g), [2.0, 40.0, 600.0])
+
+
+def test_target_identical_to_source_gives_ones():
+    x = jt.constant([[1.0, 2.0], [3.0, 4.0]])
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+    g = tape.gradient(x, x)
+    np.testing.assert_array_equal(npv(g), np.ones((2, 2)))
+
+
+def test_target_not_produced_on_tape_gives_none():
+    x = jt.Variable(2.0)
+    y_outside = x * 5.0
+    with jt.GradientTape(persistent=True) as tape:
+        z = x * x
+    assert tape.gradient(y_outside, x) is None
+    np.testing.assert_allclose(npv(tape.gradient(z, x)), 4.0)
+    g = tape.gradient(y_outside, x, unconnected_gradients="zero")
+    np.testing.assert_array_equal(npv(g), 0.0)
+
+
+def test_repeated_sources_each_get_full_gradient():
+    x = jt.Variable(3.0)
+    with jt.GradientTape() as tape:
+        y = x * x
+    g1, g2 = tape.gradient(y, [x, x])
+    np.testing.assert_allclose(npv(g1), 6.0)
+    np.testing.assert_allclose(npv(g2), 6.0)
+
+
+def test_identity_not_value_decides_source():
+    a = jt.constant(2.0)
+    b = jt.constant(2.0)
+    with jt.GradientTape() as tape:
+        tape.watch(a)
+        y = a * a
+    ga, gb = tape.gradient(y, [a, b])
+    np.testing.assert_allclose(npv(ga), 4.0)
+    assert gb is None
+
+
+def test_integer_source_gives_none_and_warns():
+    i = jt.constant(3, dtype=jt.int32)
+    x = jt.Variable(2.0)
+    with jt.GradientTape() as tape:
+        y = x * x + jt.cast(i, jt.float32)
+    with pytest.warns(UserWarning):
+        gx, gi = tape.gradient(y, [x, i])
+    np.testing.assert_allclose(npv(gx), 4.0)
+    assert gi is None
+
+
+def test_bool_and_int64_sources_give_none_without_exception():
+    b = jt.constant([True, False])
+    i = jt.constant([1, 2], dtype=jt.int64)
+    x = jt.Variable(2.0)
+    with jt.GradientTape() as tape:
+        y = x * x
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gx, gb, gi = tape.gradient(y, [x, b, i])
+    np.testing.assert_allclose(npv(gx), 4.0)
+    assert gb is None and gi is None
+
+
+def test_result_nesting_follows_sources():
+    a = jt.Variable(1.0)
+    b = jt.Variable(2.0)
+    c = jt.Variable(3.0)
+    with jt.GradientTape(persistent=True) as tape:
+        y = a * b * c
+    single = tape.gradient(y, a)
+    np.testing.assert_allclose(npv(single), 6.0)
+
+    lst = tape.gradient(y, [a, b])
+    assert type(lst) is list and len(lst) == 2
+    tup = tape.gradient(y, (a, b))
+    assert type(tup) is tuple and len(tup) == 2
+    dct = tape.gradient(y, {"a": a, "c": c})
+    assert isinstance(dct, dict) and set(dct) == {"a", "c"}
+    np.testing.assert_allclose(npv(dct["a"]), 6.0)
+    np.testing.assert_allclose(npv(dct["c"]), 2.0)
+
+    nested = tape.gradient(y, {"p": [a, (b,)], "q": c})
+    assert isinstance(nested, dict) and set(nested) == {"p", "q"}
+    assert type(nested["p"]) is list and len(nested["p"]) == 2
+    assert type(nested["p"][1]) is tuple and len(nested["p"][1]) == 1
+    np.testing.assert_allclose(npv(nested["p"][0]), 6.0)
+    np.testing.assert_allclose(npv(nested["p"][1][0]), 3.0)
+    np.testing.assert_allclose(npv(nested["q"]), 2.0)
+
+
+def test_backward_behind_stop_gradient_never_executed():
+    calls = []
+
+    @jt.custom_gradient
+    def spy(x):
+        def grad(dy):
+            calls.append("called")
+            return dy * 2.0
+
+        return x * 1.0, grad
+
+    x = jt.Variable(3.0)
+    with jt.GradientTape() as tape:
+        y = jt.stop_gradient(spy(x)) + x
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), 1.0)
+    assert calls == []
+
+
+def test_backward_downstream_of_stop_gradient_never_executed():
+    calls = []
+
+    @jt.custom_gradient
+    def spy(x):
+        def grad(dy):
+            calls.append("called")
+            return dy * 2.0
+
+        return x * 1.0, grad
+
+    x = jt.Variable(3.0)
+    with jt.GradientTape() as tape:
+        s = jt.stop_gradient(x * x)
+        y = spy(s) * x
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), 9.0)
+    assert calls == []
+
+
+def test_snapshot_assign_inside_tape():
+    v = jt.Variable(3.0)
+    with jt.GradientTape() as tape:
+        y = v * v
+        v.assign(10.0)
+    np.testing.assert_allclose(npv(tape.gradient(y, v)), 6.0)
+    np.testing.assert_allclose(v.numpy(), 10.0)
+
+
+def test_snapshot_assign_after_tape():
+    v = jt.Variable(np.array([1.0, 2.0], np.float32))
+    w = jt.Variable(np.array([3.0, 4.0], np.float32))
+    with jt.GradientTape(persistent=True) as tape:
+        y = jt.reduce_sum(v * w)
+        z = jt.reduce_sum(jt.exp(v))
+    v.assign([10.0, 20.0])
+    w.assign_add([1.0, 1.0])
+    gv, gw = tape.gradient(y, [v, w])
+    np.testing.assert_allclose(npv(gv), [3.0, 4.0])
+    np.testing.assert_allclose(npv(gw), [1.0, 2.0])
+    w.assign_sub([100.0, 100.0])
+    np.testing.assert_allclose(npv(tape.gradient(z, v)), np.exp([1.0, 2.0]), rtol=1e-6)
+
+
+def test_constant_does_not_alias_numpy_input():
+    arr = np.array([1.0, 2.0], np.float32)
+    c = jt.constant(arr)
+    with jt.GradientTape() as tape:
+        tape.watch(c)
+        y = c * c
+    arr[:] = 100.0
+    np.testing.assert_allclose(npv(tape.gradient(y, c)), [2.0, 4.0])
+    np.testing.assert_allclose(npv(c), [1.0, 2.0])
+
+
+def test_python_control_flow_recorded_as_it_ran():
+    def f(x):
+        y = x
+        for i in range(3):
+            if i % 2 == 0:
+                y = y * x
+            else:
+                y = y + x
+        return y  # ((x*x)+x)*x = x^3 + x^2
+
+    x = jt.Variable(2.0)
+    with jt.GradientTape() as tape:
+        y = f(x)
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), 3 * 4 + 2 * 2)
+
+    for start, expected in [(2.0, 4.0), (0.5, 3 * 0.25)]:
+        x = jt.Variable(start)
+        with jt.GradientTape() as tape:
+            if x > 1.0:
+                y = x**2
+            else:
+                y = x**3
+        np.testing.assert_allclose(npv(tape.gradient(y, x)), expected)
+
+    x = jt.Variable(2.0)
+    with jt.GradientTape() as tape:
+        y = x
+        steps = 0
+        while y < 100.0:  # 2 -> 4 -> 8 -> ... -> 128: y = x^7
+            y = y * x
+            steps += 1
+    assert steps == 6
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), 7 * 2.0**6)
+
+
+def test_where_with_bool_condition():
+    x = jt.constant([-2.0, 3.0])
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+        y = jt.where(x > 0.0, x * x, -x)
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), [-1.0, 6.0])
+
+
+def test_gradient_dtype_and_shape_follow_source():
+    v = jt.Variable(np.ones((2, 3), np.float64))
+    with jt.GradientTape() as tape:
+        y = jt.reduce_sum(v * v)
+    g = tape.gradient(y, v)
+    assert g.dtype == jt.float64
+    assert g.shape == (2, 3)
+    np.testing.assert_allclose(npv(g), 2.0 * np.ones((2, 3)))
+
+
+# --------------------------------------------------------------------------
+# jacobian and batch_jacobian
+# --------------------------------------------------------------------------
+
+
+def test_jacobian_elementwise_square_is_diag():
+    xs = np.array([1.0, 2.0, 3.0], np.float32)
+    x = jt.constant(xs)
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+        y = x**2
+    j = tape.jacobian(y, x)
+    assert j.shape == (3, 3)
+    np.testing.assert_allclose(npv(j), np.diag(2 * xs))
+
+
+def test_jacobian_shape_target_plus_source():
+    wv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    xv = np.array([1.0, -1.0, 2.0], np.float32)
+    w = jt.Variable(wv)
+    x = jt.constant(xv)
+    with jt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = jt.reshape(w @ jt.reshape(x, (3, 1)), (2,))
+    jw = tape.jacobian(y, w)
+    assert jw.shape == (2, 2, 3)
+    expected = np.zeros((2, 2, 3), np.float32)
+    for i in range(2):
+        expected[i, i, :] = xv
+    np.testing.assert_allclose(npv(jw), expected)
+    jx = tape.jacobian(y, x)
+    assert jx.shape == (2, 3)
+    np.testing.assert_allclose(npv(jx), wv)
+    jl = tape.jacobian(y, [w, x])
+    assert isinstance(jl, list) and len(jl) == 2
+    np.testing.assert_allclose(npv(jl[1]), wv)
+
+
+def test_jacobian_matrix_target():
+    xv = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    x = jt.constant(xv)
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+        y = jt.sin(x)
+    j = tape.jacobian(y, x)
+    assert j.shape == (2, 2, 2, 2)
+    expected = np.zeros((2, 2, 2, 2), np.float32)
+    for a in range(2):
+        for b in range(2):
+            expected[a, b, a, b] = np.cos(xv[a, b])
+    np.testing.assert_allclose(npv(j), expected, rtol=1e-6, atol=1e-7)
+
+
+def test_jacobian_unconnected_is_none():
+    x = jt.Variable([1.0, 2.0])
+    z = jt.Variable([1.0, 2.0, 3.0])
+    with jt.GradientTape() as tape:
+        y = z * 2.0
+    assert tape.jacobian(y, x) is None
+
+
+def test_batch_jacobian_elementwise():
+    xv = np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0
+    x = jt.constant(xv)
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+        y = x**2
+    j = tape.batch_jacobian(y, x)
+    assert j.shape == (4, 3, 3)
+    expected = np.stack([np.diag(2 * row) for row in xv])
+    np.testing.assert_allclose(npv(j), expected, rtol=1e-6)
+
+
+def test_batch_jacobian_matmul_shape():
+    xv = np.arange(12, dtype=np.float32).reshape(4, 3)
+    wv = np.arange(6, dtype=np.float32).reshape(3, 2) - 2.0
+    x = jt.constant(xv)
+    w = jt.constant(wv)
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+        y = x @ w
+    j = tape.batch_jacobian(y, x)
+    assert j.shape == (4, 2, 3)
+    np.testing.assert_allclose(npv(j), np.broadcast_to(wv.T, (4, 2, 3)))
+
+
+def test_batch_jacobian_higher_rank_shapes():
+    xv = np.ones((2, 3, 2), np.float32)
+    x = jt.constant(xv)
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+        y = jt.reduce_sum(x, axis=2) * 2.0  # (2, 3)
+    j = tape.batch_jacobian(y, x)
+    assert j.shape == (2, 3, 3, 2)
+    expected = np.zeros((2, 3, 3, 2), np.float32)
+    for b in range(2):
+        for i in range(3):
+            expected[b, i, i, :] = 2.0
+    np.testing.assert_allclose(npv(j), expected)
+
+
+def test_batch_jacobian_rank_below_two_raises():
+    x = jt.constant([1.0, 2.0, 3.0])
+    with jt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x * x
+    with pytest.raises(ValueError, match="must have rank at least 2"):
+        tape.batch_jacobian(y, x)
+    x2 = jt.constant(np.ones((3, 2), np.float32))
+    with jt.GradientTape(persistent=True) as tape:
+        tape.watch(x2)
+        y2 = jt.reduce_sum(x2, axis=1)  # rank 1 target
+    with pytest.raises(ValueError, match="must have rank at least 2"):
+        tape.batch_jacobian(y2, x2)
+
+
+def test_batch_jacobian_mismatched_first_dims_raises():
+    x = jt.constant(np.ones((4, 3), np.float32))
+    with jt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = jt.reshape(x * 2.0, (2, 6))
+    with pytest.raises(ValueError, match="Need first dimension of target shape"):
+        tape.batch_jacobian(y, x)
+
+
+def test_batch_jacobian_unconnected_gives_zeros():
+    x = jt.constant(np.ones((4, 3), np.float32))
+    z = jt.constant(np.ones((4, 2), np.float32))
+    with jt.GradientTape() as tape:
+        tape.watch([x, z])
+        y = z * 2.0
+    j = tape.batch_jacobian(y, x)
+    assert j is not None
+    assert j.shape == (4, 2, 3)
+    np.testing.assert_array_equal(npv(j), np.zeros((4, 2, 3)))
+
+
+@pytest.mark.parametrize("first", ["gradient", "jacobian", "batch_jacobian"])
+@pytest.mark.parametrize("second", ["gradient", "jacobian", "batch_jacobian"])
+def test_jacobians_on_used_non_persistent_tape_raise(first, second):
+    x = jt.constant(np.ones((2, 2), np.float32))
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    getattr(tape, first)(y, x)
+    with pytest.raises(RuntimeError, match=NON_PERSISTENT_MSG):
+        getattr(tape, second)(y, x)
+
+
+# --------------------------------------------------------------------------
+# threads
+# --------------------------------------------------------------------------
+
+
+def test_tapes_are_per_thread():
+    x = jt.Variable(2.0)
+    result = {}
+
+    def worker():
+        result["y"] = x * x
+
+    with jt.GradientTape() as tape:
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        z = x * 3.0
+    assert same_vars(tape.watched_variables(), (x,))
+    assert tape.gradient(result["y"], x) is None
+
+
+def test_tape_in_other_thread_works_independently():
+    x = jt.Variable(2.0)
+    out = {}
+
+    def worker():
+        try:
+            with jt.GradientTape() as t2:
+                y = x * x * x
+            out["g"] = t2.gradient(y, x)
+        except Exception as e:  # pragma: no cover - reported below
+            out["err"] = e
+
+    with jt.GradientTape() as tape:
+        y_main = x * x
+        th = threading.Thread(target=worker)
+        th.start()
+        th.join()
+    assert "err" not in out, out.get("err")
+    np.testing.assert_allclose(npv(out["g"]), 12.0)
+    np.testing.assert_allclose(npv(tape.gradient(y_main, x)), 4.0)
