@@ -15,7 +15,7 @@ import numpy as np
 from .ir import Graph, Node
 from .ops import elementwise as E
 from .ops import reduction as R
-from .ops import shape as S
+from .ops import shaping as S
 from .tensor import Tensor, Tracer
 
 

@@ -6,15 +6,16 @@ import contextlib
 import enum
 import functools
 import inspect
+import os
 import warnings
 
 import numpy as np
 
 from . import _state, backends, nest
 from .autodiff import backward, backward_graph
-from .ir import Node, Opaque, OpDef, freeze_attrs
+from .ir import Node, Opaque, OpDef, freeze_attrs, verify
 from .ops import elementwise as E
-from .ops import shape as S
+from .ops import shaping as S
 from .ops.registry import defop
 from .tensor import Tensor, Variable, apply, convert_to_tensor
 
@@ -27,6 +28,7 @@ class UnconnectedGradients(enum.Enum):
 
 
 _warned = {"int_watch": 0}
+_VERIFY = os.environ.get("JITTAPE_VERIFY", "") not in ("", "0")
 _RELEASED = (
     "A non-persistent GradientTape can only be used to compute one set of gradients "
     "(or jacobians)"
@@ -274,6 +276,8 @@ class GradientTape:
         graph, feeds, computed, consts = backward_graph(
             self._nodes, targets, seeds, want, self._values
         )
+        if _VERIFY:
+            verify(graph)
         arrays = backends.run(graph, feeds) if graph.outputs else []
         res = {}
         for k, sid in enumerate(want):
@@ -374,6 +378,8 @@ class GradientTape:
         graph, feeds, computed, consts = backward_graph(
             self._nodes, [t], [seed_fn(0)], want, self._values
         )
+        if _VERIFY:
+            verify(graph)
         seed_id = next(v for v, nm in zip(graph.inputs, graph.input_names) if nm == "seed")
         runs = []
         for j in range(n):
@@ -546,7 +552,8 @@ def custom_gradient(f=None):
         if variables and not _accepts_variables(grad_fn):
             raise TypeError(
                 "If using @custom_gradient with a function that uses variables, then grad_fn "
-                "must accept a keyword argument 'variables'."
+                "must accept keyword argument 'variables': def grad_fn(*dy, variables=None) "
+                "returning (input_grads, variable_grads)"
             )
         for reads_outer in local.variable_reads:
             reads_outer.extend(variables)

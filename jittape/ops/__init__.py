@@ -9,7 +9,7 @@ from .elementwise import (  # noqa: F401
     ones_like, pow, reciprocal, relu, sigmoid, sign, sin, sqrt, square, stop_gradient,
     subtract, tanh, truediv, where, zeros, zeros_like,
 )
-from .shape import (  # noqa: F401
+from .shaping import (  # noqa: F401
     broadcast_to, concat, expand_dims, gather, getitem, one_hot, reshape, shape, size, squeeze,
     stack, strided_slice, transpose, unstack,
 )

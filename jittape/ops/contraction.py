@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ir import Type
 from ..tensor import apply, convert_args
-from . import shape as S
+from . import shaping as S
 from .registry import broadcast_shapes, defop, same_dtype
 
 

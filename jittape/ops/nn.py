@@ -9,7 +9,7 @@ from ..errors import InvalidArgumentError
 from ..tensor import Tensor, convert_args, convert_to_tensor
 from . import elementwise as E
 from . import reduction as R
-from . import shape as S
+from . import shaping as S
 
 relu = E.relu
 sigmoid = E.sigmoid

@@ -8,7 +8,7 @@ from ..errors import InvalidArgumentError
 from ..ir import NO_GRADIENT, Type
 from ..tensor import apply, convert_args
 from . import elementwise as E
-from . import shape as S
+from . import shaping as S
 from .registry import defop, normalize_axis
 
 
