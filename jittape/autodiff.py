@@ -94,14 +94,15 @@ def backward(
     return {s: cot.get(s) for s in source_ids}
 
 
-def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple[Graph, dict, list]:
+def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
     """Trace ``backward`` with placeholders: the backward graph, its feeds, and which
     sources it computes.
 
     ``targets``: target tensors; ``seeds``: one per target, ``None`` for ones or an
     ndarray fed as an input. ``values``: id -> recorded tensor.
-    Returns ``(graph, feeds, computed)``: ``feeds`` maps every graph input id to
-    its array; ``computed[k]`` is the graph output index for source k, or None.
+    Returns ``(graph, feeds, computed, consts)``: ``feeds`` maps every graph input id to
+    its array; ``computed[k]`` is the graph output index for source k, or None;
+    ``consts[k]`` a gradient that came out concrete (no graph op computed it).
     """
     tracer = Tracer("backward")
     placeholders = {}
@@ -148,3 +149,31 @@ def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple[Graph, di
         feeds[vid] = arr
     graph = tracer.builder.build(outputs)
     return graph, feeds, computed, consts
+
+
+def forward_graph(nodes, values, outputs) -> tuple[Graph, dict]:
+    """The recorded forward computation as a Graph, with the arrays to feed it.
+
+    Values the nodes read but do not define become inputs; a variable read is
+    replaced by an input holding the snapshot it recorded.
+    """
+    from .ir import Graph as _Graph
+
+    defined, inputs, types, feeds, kept = set(), [], [], {}, []
+    for n in nodes:
+        if n.op.name == "read":
+            (o,) = n.outputs
+            inputs.append(o)
+            types.append(n.types[0])
+            feeds[o] = values[o]._value
+            defined.add(o)
+            continue
+        for i in n.inputs:
+            if i not in defined:
+                defined.add(i)
+                inputs.append(i)
+                types.append(values[i]._type)
+                feeds[i] = values[i]._value
+        defined.update(n.outputs)
+        kept.append(n)
+    return _Graph(tuple(inputs), tuple(types), tuple(kept), tuple(outputs), "forward"), feeds

@@ -299,8 +299,11 @@ class Graph:
         )
 
     def structural_key(self) -> str:
-        """A content hash of the canonical graph: same structure, types and attrs."""
-        return hashlib.sha256(print_graph(self.canonical(), show_loc=False).encode()).hexdigest()
+        """A content hash of the canonical graph: same structure, types and attrs (names
+        and value ids do not count)."""
+        c = self.canonical()
+        text = print_graph(Graph(c.inputs, c.input_types, c.nodes, c.outputs, "g"))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def __str__(self):
         return print_graph(self)
