@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ir import dtype_name
+
 
 class DType:
     """A tensor's element type. Compares equal to its numpy dtype and its name."""
@@ -68,13 +70,17 @@ def as_dtype(x) -> DType:
     """A DType from a DType, numpy dtype, Python type or name."""
     if isinstance(x, DType):
         return x
+    try:
+        return _BY_NAME[x]
+    except (KeyError, TypeError):
+        pass
     if x is float:
         return float32
     if x is int:
         return int32
     if x is bool:
         return bool_
-    name = np.dtype(x).name
+    name = dtype_name(x)
     if name not in _BY_NAME:
         raise TypeError(f"jittape does not support dtype {name}")
     return _BY_NAME[name]

@@ -35,6 +35,22 @@ FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
 INT_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8"})
 
 
+_DTYPE_NAMES: dict = {}
+
+
+def dtype_name(dt) -> str:
+    """numpy's canonical name for a dtype-like (cached: ``np.dtype(x).name`` is slow)."""
+    try:
+        return _DTYPE_NAMES[dt]
+    except (KeyError, TypeError):
+        name = np.dtype(dt).name
+        try:
+            _DTYPE_NAMES[dt] = name
+        except TypeError:
+            pass
+        return name
+
+
 @dataclass(frozen=True, slots=True)
 class Type:
     """Shape and dtype of one value. A ``None`` dimension is unknown (symbolic)."""
@@ -44,7 +60,7 @@ class Type:
 
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(None if d is None else int(d) for d in self.shape))
-        object.__setattr__(self, "dtype", np.dtype(self.dtype).name)
+        object.__setattr__(self, "dtype", dtype_name(self.dtype))
 
     @property
     def rank(self) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 from . import _state
 from .dtypes import DType, as_dtype
 from .errors import InvalidArgumentError, user_location
-from .ir import GraphBuilder, OpDef, Type, freeze_attrs, infer_types
+from .ir import GraphBuilder, OpDef, Type, dtype_name, freeze_attrs, infer_types
 
 # ---------------------------------------------------------------------------
 # Shapes
@@ -200,7 +200,7 @@ class Tensor(_Operators):
                     a = a.copy()
                 a.setflags(write=False)
             self._value = a
-            self._type = Type(a.shape, a.dtype.name)
+            self._type = Type(a.shape, dtype_name(a.dtype))
         else:
             self._value = None
             self._type = _type
@@ -573,7 +573,7 @@ def apply(op: OpDef, *args, **attrs):
         outs = []
         for r, ty in zip(res, types):
             r = np.asarray(r)
-            if r.dtype.name != ty.dtype:
+            if dtype_name(r.dtype) != ty.dtype:
                 r = r.astype(ty.dtype)
             if r.shape != ty.shape:
                 raise AssertionError(

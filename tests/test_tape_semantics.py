@@ -862,3 +862,202 @@ def test_tape_in_other_thread_works_independently():
     assert "err" not in out, out.get("err")
     np.testing.assert_allclose(npv(out["g"]), 12.0)
     np.testing.assert_allclose(npv(tape.gradient(y_main, x)), 4.0)
+
+
+# --------------------------------------------------------------------------
+# additional behaviours a TF user relies on
+# --------------------------------------------------------------------------
+
+
+def test_non_persistent_gradient_inside_context_stops_watching():
+    v1 = jt.Variable(1.0)
+    v2 = jt.Variable(2.0)
+    with jt.GradientTape() as tape:
+        y = v1 * 3.0
+        tape.gradient(y, v1)
+        z = v2 * 3.0  # after the tape stopped: v2 is not watched
+    assert same_vars(tape.watched_variables(), (v1,))
+
+
+def test_output_gradients_none_entry_means_ones():
+    x = jt.Variable(3.0)
+    with jt.GradientTape() as tape:
+        y = x * x
+        z = x * 2.0
+    g = tape.gradient([y, z], x, output_gradients=[None, jt.constant(3.0)])
+    np.testing.assert_allclose(npv(g), 6.0 + 6.0)
+
+
+def test_jacobian_unknown_unconnected_gradients_raises():
+    x = jt.Variable([1.0, 2.0])
+    with jt.GradientTape(persistent=True) as tape:
+        y = x * x
+    with pytest.raises(ValueError, match="Unknown value for unconnected_gradients"):
+        tape.jacobian(y, x, unconnected_gradients="nonsense")
+
+
+def test_jacobian_unconnected_zero_has_full_shape():
+    x = jt.Variable([1.0, 2.0])
+    z = jt.Variable([1.0, 2.0, 3.0])
+    with jt.GradientTape() as tape:
+        y = z * 2.0
+    j = tape.jacobian(y, x, unconnected_gradients=jt.UnconnectedGradients.ZERO)
+    assert j.shape == (3, 2)
+    np.testing.assert_array_equal(npv(j), np.zeros((3, 2)))
+
+
+def test_exception_inside_tape_context_stops_recording():
+    x = jt.Variable(3.0)
+    tape = jt.GradientTape(persistent=True)
+    with pytest.raises(ZeroDivisionError):
+        with tape:
+            y = x * x
+            1 / 0
+    w = x * 5.0  # the tape left the thread's stack: not recorded
+    with tape:  # and can be entered again
+        z = y * x
+    with jt.GradientTape() as other:
+        u = x * 7.0
+    np.testing.assert_allclose(npv(other.gradient(u, x)), 7.0)
+    np.testing.assert_allclose(npv(tape.gradient(z, x)), 27.0)
+    assert tape.gradient(w, x) is None
+
+
+def test_op_error_inside_tape_leaves_tape_usable():
+    x = jt.Variable(np.ones((2, 3), np.float32))
+    w = jt.Variable(np.ones((4, 5), np.float32))
+    with pytest.raises(ValueError):
+        with jt.GradientTape() as tape:
+            y = jt.reduce_sum(x * 2.0)
+            jt.matmul(x, w)  # shape mismatch
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), 2.0 * np.ones((2, 3)))
+    with jt.GradientTape() as tape2:
+        y2 = jt.reduce_sum(x * 4.0)
+    np.testing.assert_allclose(npv(tape2.gradient(y2, x)), 4.0 * np.ones((2, 3)))
+
+
+def test_jacobian_same_inside_outer_tape_and_outside():
+    xs = np.array([0.5, -1.0, 2.0])
+    x = jt.constant(xs)
+    with jt.GradientTape() as t:
+        t.watch(x)
+        y = jt.sin(x) * jt.reduce_sum(x * x)
+    j_plain = npv(t.jacobian(y, x))
+    with jt.GradientTape() as outer:
+        outer.watch(x)
+        with jt.GradientTape() as t:
+            t.watch(x)
+            y = jt.sin(x) * jt.reduce_sum(x * x)
+        j_nested = npv(t.jacobian(y, x))
+    expected = np.diag(np.cos(xs)) * np.sum(xs**2) + np.outer(np.sin(xs), 2 * xs)
+    np.testing.assert_allclose(j_plain, expected, rtol=1e-12)
+    np.testing.assert_allclose(j_nested, expected, rtol=1e-12)
+
+
+def test_batch_jacobian_same_inside_outer_tape_and_outside():
+    xs = np.arange(6, dtype=np.float64).reshape(3, 2) / 4.0
+    x = jt.constant(xs)
+    with jt.GradientTape() as t:
+        t.watch(x)
+        y = jt.exp(x) * jt.reduce_sum(x, axis=1, keepdims=True)
+    bj_plain = npv(t.batch_jacobian(y, x))
+    with jt.GradientTape() as outer:
+        outer.watch(x)
+        with jt.GradientTape() as t:
+            t.watch(x)
+            y = jt.exp(x) * jt.reduce_sum(x, axis=1, keepdims=True)
+        bj_nested = npv(t.batch_jacobian(y, x))
+    expected = np.stack(
+        [np.diag(np.exp(r)) * r.sum() + np.outer(np.exp(r), np.ones(2)) for r in xs]
+    )
+    assert bj_plain.shape == (3, 2, 2)
+    np.testing.assert_allclose(bj_plain, expected, rtol=1e-12)
+    np.testing.assert_allclose(bj_nested, expected, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------
+# random programs: tape gradient == finite differences, with and without an
+# outer tape recording (the eager-VJP path and the compiled backward graph)
+# --------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_UNARY = {
+    "sin": (jt.sin, np.sin),
+    "tanh": (jt.tanh, np.tanh),
+    "exp_small": (lambda t: jt.exp(t * 0.3), lambda a: np.exp(a * 0.3)),
+    "sigmoid": (jt.sigmoid, lambda a: 1 / (1 + np.exp(-a))),
+    "square": (jt.square, np.square),
+    "neg": (jt.negative, np.negative),
+}
+_BINARY = {
+    "add": (lambda a, b: a + b, lambda a, b: a + b),
+    "sub": (lambda a, b: a - b, lambda a, b: a - b),
+    "mul": (lambda a, b: a * b, lambda a, b: a * b),
+    "div_safe": (lambda a, b: a / (b * b + 1.0), lambda a, b: a / (b * b + 1.0)),
+}
+
+
+@st.composite
+def _programs(draw):
+    n_steps = draw(st.integers(1, 6))
+    prog = []
+    for k in range(n_steps):
+        avail = k + 1  # values: x, then one per step
+        if draw(st.booleans()):
+            prog.append(("u", draw(st.sampled_from(sorted(_UNARY))), draw(st.integers(0, avail - 1))))
+        else:
+            prog.append(("b", draw(st.sampled_from(sorted(_BINARY))),
+                         draw(st.integers(0, avail - 1)), draw(st.integers(0, avail - 1))))
+    xs = np.array(draw(st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3)), np.float64)
+    return prog, xs
+
+
+def _run(prog, x, unary, binary, total):
+    vals = [x]
+    for step in prog:
+        if step[0] == "u":
+            vals.append(unary[step[1]](vals[step[2]]))
+        else:
+            vals.append(binary[step[1]](vals[step[2]], vals[step[3]]))
+    return total(vals)
+
+
+def _run_np(prog, xs):
+    return _run(prog, xs, {k: v[1] for k, v in _UNARY.items()},
+                {k: v[1] for k, v in _BINARY.items()},
+                lambda vals: float(sum(np.sum(v) for v in vals[1:])))
+
+
+def _run_jt(prog, x):
+    return _run(prog, x, {k: v[0] for k, v in _UNARY.items()},
+                {k: v[0] for k, v in _BINARY.items()},
+                lambda vals: vals[1:])  # a list of targets: their sum
+
+
+@settings(max_examples=60, deadline=None)
+@given(_programs())
+def test_random_program_gradient_matches_finite_differences(case):
+    prog, xs = case
+    eps = 1e-6
+    fd = np.zeros(3)
+    for i in range(3):
+        p, m = xs.copy(), xs.copy()
+        p[i] += eps
+        m[i] -= eps
+        fd[i] = (_run_np(prog, p) - _run_np(prog, m)) / (2 * eps)
+
+    x = jt.Variable(xs.copy())
+    with jt.GradientTape() as tape:
+        targets = _run_jt(prog, x)
+    g = tape.gradient(targets, x, unconnected_gradients="zero")
+    np.testing.assert_allclose(npv(g), fd, rtol=1e-5, atol=1e-7)
+
+    c = jt.constant(xs.copy())
+    with jt.GradientTape() as outer:
+        outer.watch(c)
+        with jt.GradientTape() as tape:
+            tape.watch(c)
+            targets = _run_jt(prog, c)
+        g_eager = tape.gradient(targets, c, unconnected_gradients="zero")
+    np.testing.assert_allclose(npv(g_eager), npv(g), rtol=1e-12, atol=1e-14)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph
+from ..ir import Graph, dtype_name
 
 
 def run(graph: Graph, feeds: dict) -> list:
@@ -29,7 +29,7 @@ def run(graph: Graph, feeds: dict) -> list:
         res = res if len(n.outputs) > 1 else (res,)
         for o, r, t in zip(n.outputs, res, n.types):
             r = np.asarray(r)
-            if r.dtype.name != t.dtype:
+            if dtype_name(r.dtype) != t.dtype:
                 r = r.astype(t.dtype)
             env[o] = r
         for i in n.inputs:
