@@ -10,6 +10,10 @@ from . import shaping as S
 from .registry import broadcast_shapes, defop, same_dtype
 
 
+def _dims(shape) -> str:
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
 def _matmul_infer(types):
     a, b = types
     dt = same_dtype(types, "matmul operands")
@@ -22,9 +26,7 @@ def _matmul_infer(types):
     k1, k2 = a.shape[-1], b.shape[-2]
     if k1 is not None and k2 is not None and k1 != k2:
         raise ValueError(
-            "Matrix size-incompatible: "
-            f"In[0]: {list(a.shape)}, In[1]: {list(b.shape)}".replace(" ", "")
-            .replace("In[0]:", "In[0]: ").replace(",In[1]:", ", In[1]: ")
+            f"Matrix size-incompatible: In[0]: {_dims(a.shape)}, In[1]: {_dims(b.shape)}"
         )
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     return Type(batch + (a.shape[-2], b.shape[-1]), dt)
