@@ -8,6 +8,7 @@ emits the backward graph, which a backend then runs (``backward_graph``).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Callable, Iterable
 
 import numpy as np
@@ -94,19 +95,95 @@ def backward(
     return {s: cot.get(s) for s in source_ids}
 
 
+_PLANS: "OrderedDict[tuple, tuple]" = OrderedDict()
+PLAN_CACHE_SIZE = 256
+plan_stats = {"hits": 0, "misses": 0, "uncacheable": 0}
+
+
+def structure_key(nodes, targets, seeds, source_ids, values):
+    """A key for everything the backward graph depends on, with value ids renumbered in
+    order of appearance: ops, attributes, types (of every input too), connectivity, which
+    values are targets (and how they are seeded) and sources. Also returns the renumbering.
+    ``None`` when the path holds an impure op (a custom gradient's closure)."""
+    path, _ = path_nodes(nodes, [t._id for t in targets], source_ids)
+    canon: dict = {}
+
+    def c(v):
+        k = canon.get(v)
+        if k is None:
+            k = canon[v] = len(canon)
+        return k
+
+    items = []
+    for n in reversed(path):
+        if not n.op.pure:
+            return None, None
+        in_types = tuple(values[i]._type if i in values else None for i in n.inputs)
+        items.append((n.op.name, n.attrs, n.types, in_types,
+                      tuple(c(i) for i in n.inputs), tuple(c(o) for o in n.outputs)))
+    tgt = tuple(
+        (c(t._id), t._type, t._id in values, s is None) for t, s in zip(targets, seeds)
+    )
+    src = tuple(c(s) for s in source_ids)
+    return (tuple(items), tgt, src), canon
+
+
 def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
-    """Trace ``backward`` with placeholders: the backward graph, its feeds, and which
-    sources it computes.
+    """The backward graph for a recorded trace, its feeds, and which sources it computes.
 
     ``targets``: target tensors; ``seeds``: one per target, ``None`` for ones or an
     ndarray fed as an input. ``values``: id -> recorded tensor.
     Returns ``(graph, feeds, computed, consts)``: ``feeds`` maps every graph input id to
     its array; ``computed[k]`` is the graph output index for source k, or None;
     ``consts[k]`` a gradient that came out concrete (no graph op computed it).
+
+    Graphs are cached by :func:`structure_key`: the next training step with the same
+    structure and shapes reuses the graph without tracing the VJP rules again.
     """
+    key, canon = structure_key(nodes, targets, seeds, source_ids, values)
+    if key is None:
+        plan_stats["uncacheable"] += 1
+        graph, feeds, computed, consts, _ = _trace_backward(
+            nodes, targets, seeds, source_ids, values, {}
+        )
+        return graph, feeds, computed, consts
+    plan = _PLANS.get(key)
+    if plan is not None:
+        plan_stats["hits"] += 1
+        _PLANS.move_to_end(key)
+        graph, origins, computed = plan
+        ids = [None] * len(canon)
+        for v, k in canon.items():
+            ids[k] = v
+        feeds = {}
+        for gid, (kind, x) in zip(graph.inputs, origins):
+            if kind == "value":
+                feeds[gid] = values[ids[x]]._value
+            elif kind == "seed":
+                feeds[gid] = np.asarray(seeds[x])
+            elif kind == "ones":
+                t = targets[x]
+                feeds[gid] = np.ones(t._type.shape, t._type.dtype)
+            else:
+                feeds[gid] = x
+        return graph, feeds, computed, {}
+    plan_stats["misses"] += 1
+    graph, feeds, computed, consts, origins = _trace_backward(
+        nodes, targets, seeds, source_ids, values, canon
+    )
+    if not consts and all(o is not None for o in origins):
+        _PLANS[key] = (graph, tuple(origins), computed)
+        if len(_PLANS) > PLAN_CACHE_SIZE:
+            _PLANS.popitem(last=False)
+    return graph, feeds, computed, consts
+
+
+def _trace_backward(nodes, targets, seeds, source_ids, values, canon):
+    """Trace ``backward`` with placeholders; also says where each graph input comes from."""
     tracer = Tracer("backward")
     placeholders = {}
     feeds = {}
+    origin = {}
 
     def lookup(vid):
         ph = placeholders.get(vid)
@@ -116,19 +193,22 @@ def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
                 return None
             ph = placeholders[vid] = tracer.placeholder(t._type, f"v{vid}")
             feeds[ph._id] = t._value
+            origin[ph._id] = ("value", canon[vid]) if vid in canon else None
         return ph
 
     with tracer:
         seed_map = {}
-        for t, s in zip(targets, seeds):
+        for k, (t, s) in enumerate(zip(targets, seeds)):
             if s is None:
                 seed = E.ones_like(lookup(t._id) if t._id in values else t)
             else:
                 seed = tracer.placeholder(t._type, "seed")
                 feeds[seed._id] = np.asarray(s)
+                origin[seed._id] = ("seed", k)
             if seed._tracer is not tracer:  # a target that was never recorded
                 seed = tracer.placeholder(t._type, "seed")
                 feeds[seed._id] = np.ones(t._type.shape, t._type.dtype)
+                origin[seed._id] = ("ones", k)
             prev = seed_map.get(t._id)
             seed_map[t._id] = seed if prev is None else E.add(prev, seed)
         grads = backward(nodes, seed_map, source_ids, lookup)
@@ -147,8 +227,10 @@ def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
         outputs.append(g._id)
     for vid, arr in tracer.captures.values():
         feeds[vid] = arr
+        origin[vid] = ("capture", arr)
     graph = tracer.builder.build(outputs)
-    return graph, feeds, computed, consts
+    origins = [origin.get(v) for v in graph.inputs]
+    return graph, feeds, tuple(computed), consts, origins
 
 
 def forward_graph(nodes, values, outputs) -> tuple[Graph, dict]:

@@ -557,8 +557,8 @@ def custom_gradient(f=None):
             )
         for reads_outer in local.variable_reads:
             reads_outer.extend(variables)
-        ins = [a.read_value() if isinstance(a, Variable) else a for a in args
-               if isinstance(a, (Tensor, Variable))]
+        # every positional argument is an input, as in TF: grad_fn returns one gradient each
+        ins = [a.read_value() if isinstance(a, Variable) else convert_to_tensor(a) for a in args]
         ins += [v.read_value() for v in variables]
         flat = nest.flatten(result)
         outs = []

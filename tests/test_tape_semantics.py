@@ -1061,3 +1061,92 @@ def test_random_program_gradient_matches_finite_differences(case):
             targets = _run_jt(prog, c)
         g_eager = tape.gradient(targets, c, unconnected_gradients="zero")
     np.testing.assert_allclose(npv(g_eager), npv(g), rtol=1e-12, atol=1e-14)
+
+
+# --------------------------------------------------------------------------
+# operators, indexing and multi-output ops are recorded like any op
+# --------------------------------------------------------------------------
+
+_X3 = np.array([1.0, 2.0, 3.0])
+
+_OPERATOR_CASES = {
+    "neg": (lambda x: -x, lambda a: -np.ones_like(a)),
+    "abs": (lambda x: abs(x - 2.5), lambda a: np.sign(a - 2.5)),
+    "rsub": (lambda x: 2.0 - x, lambda a: -np.ones_like(a)),
+    "rdiv": (lambda x: 2.0 / x, lambda a: -2.0 / a**2),
+    "div": (lambda x: x / 2.0, lambda a: np.full_like(a, 0.5)),
+    "pow_half": (lambda x: x**0.5, lambda a: 0.5 / np.sqrt(a)),
+    "rpow": (lambda x: 2.0**x, lambda a: 2.0**a * np.log(2.0)),
+    "pow_tensor": (lambda x: x**x, lambda a: a**a * (np.log(a) + 1)),
+    "index": (lambda x: x[1], lambda a: np.array([0.0, 1.0, 0.0])),
+    "index_neg": (lambda x: x[-1], lambda a: np.array([0.0, 0.0, 1.0])),
+    "slice": (lambda x: x[1:], lambda a: np.array([0.0, 1.0, 1.0])),
+    "reverse": (lambda x: x[::-1] * jt.constant(_X3), lambda a: _X3[::-1]),
+    "gather_repeated": (lambda x: jt.gather(x, [0, 0, 2]), lambda a: np.array([2.0, 0.0, 1.0])),
+    "unstack_one_output": (lambda x: jt.unstack(x)[1], lambda a: np.array([0.0, 1.0, 0.0])),
+    "matmul": (
+        lambda x: jt.reshape(x, (1, 3)) @ jt.reshape(x, (3, 1)),
+        lambda a: 2 * a,
+    ),
+    "bool_mask": (
+        lambda x: jt.cast(x > 1.5, jt.float64) * x,
+        lambda a: (a > 1.5).astype(np.float64),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPERATOR_CASES))
+def test_operator_gradients(name):
+    f, df = _OPERATOR_CASES[name]
+    x = jt.Variable(_X3.copy())
+    with jt.GradientTape() as tape:
+        y = f(x)
+    np.testing.assert_allclose(npv(tape.gradient(y, x)), df(_X3), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "index, expected",
+    [
+        ((slice(None), slice(1, None)), [[0, 1, 1], [0, 1, 1]]),
+        (1, [[0, 0, 0], [1, 1, 1]]),
+        ((Ellipsis, 0), [[1, 0, 0], [1, 0, 0]]),
+        ((None,), [[1, 1, 1], [1, 1, 1]]),
+    ],
+)
+def test_matrix_indexing_gradients(index, expected):
+    m = jt.Variable(np.arange(6.0).reshape(2, 3))
+    with jt.GradientTape() as tape:
+        y = m[index]
+    assert y.shape == np.arange(6.0).reshape(2, 3)[index].shape
+    np.testing.assert_array_equal(npv(tape.gradient(y, m)), np.array(expected, np.float64))
+
+
+def test_variable_read_before_and_after_assign_inside_tape():
+    v = jt.Variable(3.0)
+    with jt.GradientTape(persistent=True) as tape:
+        y1 = v * v
+        v.assign(5.0)
+        y2 = v * v
+    np.testing.assert_allclose(npv(tape.gradient(y1, v)), 6.0)
+    np.testing.assert_allclose(npv(tape.gradient(y2, v)), 10.0)
+    np.testing.assert_allclose(npv(tape.gradient([y1, y2], v)), 16.0)
+    assert same_vars(tape.watched_variables(), (v,))
+
+
+def test_variable_created_inside_tape_is_watched_on_read():
+    with jt.GradientTape() as tape:
+        w = jt.Variable(2.0)
+        y = w * w
+    np.testing.assert_allclose(npv(tape.gradient(y, w)), 4.0)
+    assert same_vars(tape.watched_variables(), (w,))
+
+
+def test_numpy_result_does_not_alias_variable_or_snapshot():
+    v = jt.Variable([1.0, 2.0])
+    with jt.GradientTape() as tape:
+        y = v * v
+        arr = v.numpy()
+        arr[:] = 100.0
+    np.testing.assert_allclose(v.numpy(), [1.0, 2.0])
+    g = tape.gradient(y, v)
+    np.testing.assert_allclose(npv(g), [2.0, 4.0])
