@@ -64,7 +64,8 @@ def make_jt_step(ws, bs):
                 h = h @ w + b
                 if i < len(wv) - 1:
                     h = jt.tanh(h)
-            loss = jt.reduce_mean(jt.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
+            xent = jt.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h)
+            loss = jt.reduce_mean(xent)
         grads = tape.gradient(loss, params)
         for p, g in zip(params, grads):
             p.assign_sub(LR * g)

@@ -14,7 +14,8 @@ from .dtypes import (  # noqa: F401
 )
 from .tensor import Tensor, TensorShape, Variable, convert_to_tensor  # noqa: F401
 from .ops import (  # noqa: F401
-    abs, add, argmax, argmin, broadcast_to, cast, clip_by_global_norm, clip_by_norm, clip_by_value, concat, cos, divide, equal, exp,
+    abs, add, argmax, argmin, broadcast_to, cast, clip_by_global_norm, clip_by_norm,
+    clip_by_value, concat, cos, divide, equal, exp,
     expand_dims, fill, floor, floordiv, floormod, gather, global_norm, greater, greater_equal,
     identity, is_finite, is_nan, less, less_equal, log, log1p, logical_and, logical_not,
     logical_or, matmul, maximum, minimum, mod, multiply, negative, norm, not_equal, one_hot,
@@ -30,7 +31,7 @@ from . import debugging  # noqa: F401
 from . import math  # noqa: F401
 
 
-def constant(value, dtype=None, shape=None, name=None):
+def constant(value, dtype=None, shape=None, name=None):  # noqa: F811 (TF's argument name)
     """A tensor from a Python value or numpy array (Python floats become float32)."""
     t = convert_to_tensor(value, dtype=dtype)
     if shape is not None:

@@ -8,6 +8,7 @@ emits the backward graph, which a backend then runs (``backward_graph``).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Callable, Iterable
 
@@ -96,6 +97,7 @@ def backward(
 
 
 _PLANS: "OrderedDict[tuple, tuple]" = OrderedDict()
+_PLANS_LOCK = threading.Lock()
 PLAN_CACHE_SIZE = 256
 plan_stats = {"hits": 0, "misses": 0, "uncacheable": 0}
 
@@ -147,10 +149,12 @@ def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
             nodes, targets, seeds, source_ids, values, {}
         )
         return graph, feeds, computed, consts
-    plan = _PLANS.get(key)
+    with _PLANS_LOCK:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            _PLANS.move_to_end(key)
     if plan is not None:
         plan_stats["hits"] += 1
-        _PLANS.move_to_end(key)
         graph, origins, computed = plan
         ids = [None] * len(canon)
         for v, k in canon.items():
@@ -172,9 +176,10 @@ def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
         nodes, targets, seeds, source_ids, values, canon
     )
     if not consts and all(o is not None for o in origins):
-        _PLANS[key] = (graph, tuple(origins), computed)
-        if len(_PLANS) > PLAN_CACHE_SIZE:
-            _PLANS.popitem(last=False)
+        with _PLANS_LOCK:
+            _PLANS[key] = (graph, tuple(origins), computed)
+            if len(_PLANS) > PLAN_CACHE_SIZE:
+                _PLANS.popitem(last=False)
     return graph, feeds, computed, consts
 
 

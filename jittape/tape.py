@@ -244,7 +244,7 @@ class GradientTape:
         finally:
             self._release()
         out = []
-        for s, sid, g in zip(flat_sources, ids, grads):
+        for s, g in zip(flat_sources, grads):
             if g is None and unconnected is UnconnectedGradients.ZERO:
                 g = E.zeros(s.shape, s.dtype)
             out.append(g)
@@ -386,7 +386,7 @@ class GradientTape:
             feeds[seed_id] = seed_fn(j)
             runs.append(backends.run(graph, feeds) if graph.outputs else [])
         cols = []
-        for k, sid in enumerate(ids):
+        for sid in ids:
             if sid is None:
                 cols.append(None)
                 continue

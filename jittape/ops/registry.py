@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import NO_GRADIENT, OpDef, Type
+from ..ir import OpDef, Type
 from ..tensor import apply
 
 REGISTRY: dict[str, OpDef] = {}
