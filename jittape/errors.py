@@ -12,11 +12,45 @@ _PKG_DIRS = tuple(
 
 
 class InvalidArgumentError(ValueError):
-    """Bad shapes or dtypes for an op, raised eagerly and while tracing alike."""
+    """Bad shapes or dtypes for an op, raised eagerly and while tracing alike.
+
+    The message always ends with the user's ``file:line`` (the innermost frame
+    outside jittape), wherever in jittape the error is raised.
+    """
+
+    def __init__(self, message="", *args):
+        message = str(message)
+        if " (at " not in message:
+            loc = user_location(2)
+            if loc:
+                message += f" (at {loc})"
+        super().__init__(message, *args)
 
 
 class NotFoundError(LookupError):
     """Something that was asked for does not exist."""
+
+
+def composite(name: str):
+    """Decorator for a public function built from other ops: an error raised inside it
+    names the function the user called (``softmax: ...``), not only the inner op."""
+
+    def wrap(fn):
+        import functools
+
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except InvalidArgumentError as e:
+                msg = str(e)
+                if msg.startswith(name):
+                    raise
+                raise InvalidArgumentError(f"{name}: {msg}") from None
+
+        return inner
+
+    return wrap
 
 
 def user_location(skip: int = 1) -> str | None:

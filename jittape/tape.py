@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _state, backends, nest
 from .autodiff import backward, backward_graph
+from .errors import InvalidArgumentError
 from .ir import Node, Opaque, OpDef, freeze_attrs, verify
 from .ops import elementwise as E
 from .ops import shaping as S
@@ -436,7 +437,13 @@ def _seed(s, t: Tensor):
     if isinstance(s, Tensor) and s._value is None:
         return s
     a = np.asarray(s.numpy() if isinstance(s, (Tensor, Variable)) else s, dtype=t._type.dtype)
-    return np.broadcast_to(a, t._type.shape)
+    try:
+        return np.broadcast_to(a, t._type.shape)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"gradient: an output_gradients entry of shape {list(a.shape)} does not fit its "
+            f"target of shape {list(t._type.shape)}"
+        ) from None
 
 
 def _source_id(s):

@@ -565,10 +565,7 @@ def apply(op: OpDef, *args, **attrs):
     if tracer is not None:
         outs = tracer.add(op, ins, frozen, types, loc=None)
     else:
-        try:
-            res = op.forward(*[t._value for t in ins], **frozen)
-        except InvalidArgumentError as e:
-            raise InvalidArgumentError(f"{e}" + _at(user_location())) from None
+        res = op.forward(*[t._value for t in ins], **frozen)
         res = res if op.nout > 1 else (res,)
         outs = []
         for r, ty in zip(res, types):

@@ -156,3 +156,83 @@ def test_many_steps_do_not_grow_memory():
         x.assign_sub(g * 0.01)
     del a, loss, tape
     assert all(_all_dead(all_refs))
+
+
+# --------------------------------------------------------------------------
+# the arrays themselves (not only the Tensor objects) are released: measured
+# with tracemalloc, which numpy reports its buffers to
+# --------------------------------------------------------------------------
+
+import tracemalloc  # noqa: E402
+
+_N = 1_000_000  # 8 MB per float64 array
+
+
+def _step(x, persistent=False):
+    big = jt.constant(np.random.default_rng(0).standard_normal(_N))
+    with jt.GradientTape(persistent=persistent) as tape:
+        a = x * big
+        b = jt.exp(a * 1e-3)
+        c = jt.sin(b) * a
+        loss = jt.reduce_sum(c)
+    g = tape.gradient(loss, x)
+    return tape, float(np.sum(npv(g)))
+
+
+def _current():
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
+
+
+def test_non_persistent_tape_releases_array_memory():
+    x = jt.Variable(np.full((_N,), 0.5))
+    _step(x)  # warm up: caches that do not hold data are allowed to fill
+    tracemalloc.start()
+    try:
+        base = _current()
+        tape, _ = _step(x)
+        held = _current() - base  # tape still alive, all arrays should be gone
+        del tape
+        after = _current() - base
+    finally:
+        tracemalloc.stop()
+    assert held < 4 * _N, f"non-persistent tape still holds {held / 1e6:.1f} MB after gradient"
+    assert after < 4 * _N, f"{after / 1e6:.1f} MB still held after the step"
+
+
+def test_persistent_tape_memory_released_on_del():
+    x = jt.Variable(np.full((_N,), 0.5))
+    _step(x, persistent=True)
+    tracemalloc.start()
+    try:
+        base = _current()
+        tape, _ = _step(x, persistent=True)
+        held = _current() - base
+        del tape
+        after = _current() - base
+    finally:
+        tracemalloc.stop()
+    assert held > 8 * _N, "a persistent tape must keep its recorded values"
+    assert after < 4 * _N, f"{after / 1e6:.1f} MB still held after `del tape`"
+
+
+def test_repeated_steps_do_not_accumulate_memory():
+    x = jt.Variable(np.full((_N // 10,), 0.5))
+    tracemalloc.start()
+    try:
+        for _ in range(2):  # x's buffer is replaced each step: allocate it under tracing
+            _step_small(x)
+        base = _current()
+        for _ in range(10):
+            _step_small(x)
+        grown = _current() - base
+    finally:
+        tracemalloc.stop()
+    assert grown < 8 * (_N // 10), f"memory grew by {grown / 1e6:.1f} MB over 10 steps"
+
+
+def _step_small(x):
+    with jt.GradientTape() as tape:
+        loss = jt.reduce_mean(jt.square(jt.tanh(x * 3.0)))
+    g = tape.gradient(loss, x)
+    x.assign_sub(g * 0.1)

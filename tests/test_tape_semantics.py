@@ -1150,3 +1150,129 @@ def test_numpy_result_does_not_alias_variable_or_snapshot():
     np.testing.assert_allclose(v.numpy(), [1.0, 2.0])
     g = tape.gradient(y, v)
     np.testing.assert_allclose(npv(g), [2.0, 4.0])
+
+
+# --------------------------------------------------------------------------
+# the next step with the same structure reuses the backward graph: gradients
+# whose value depends on data (masks, indices, ties, labels, constants) must
+# still be computed from the new step's values
+# --------------------------------------------------------------------------
+
+
+def _data_dependent_cases():
+    return {
+        # name: (f(x, data), data for step 1, data for step 2, numpy grad of sum(f))
+        "gather_indices": (
+            lambda x, d: jt.gather(x, jt.constant(d)),
+            np.array([0, 0, 2], np.int32), np.array([1, 3, 3], np.int32),
+            lambda a, d: np.bincount(d, minlength=4).astype(np.float64),
+        ),
+        "where_condition": (
+            lambda x, d: jt.where(jt.constant(d), x * 2.0, x * 5.0),
+            np.array([True, False, True, False]), np.array([False, True, True, True]),
+            lambda a, d: np.where(d, 2.0, 5.0),
+        ),
+        "python_scalar_constant": (
+            lambda x, d: x * float(d),
+            np.float64(2.0), np.float64(-7.0),
+            lambda a, d: np.full_like(a, float(d)),
+        ),
+        "tensor_constant_factor": (
+            lambda x, d: x * jt.constant(d),
+            np.array([1.0, 2.0, 3.0, 4.0]), np.array([-1.0, 0.5, 9.0, 0.0]),
+            lambda a, d: d,
+        ),
+        "maximum_against_data": (
+            lambda x, d: jt.maximum(x, jt.constant(d)),
+            np.array([0.0, 5.0, 0.0, 5.0]), np.array([5.0, 0.0, 5.0, 0.0]),
+            lambda a, d: (a >= d).astype(np.float64),
+        ),
+        "relu_of_shift": (
+            lambda x, d: jt.nn.relu(x - jt.constant(d)),
+            np.array([0.0, 0.0, 9.0, 9.0]), np.array([9.0, 9.0, 0.0, 0.0]),
+            lambda a, d: (a - d > 0).astype(np.float64),
+        ),
+        "reduce_max_position": (
+            lambda x, d: jt.reduce_max(x * jt.constant(d)),
+            np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]),
+            lambda a, d: np.where(np.arange(4) == np.argmax(a * d), d, 0.0),
+        ),
+        "clip_bounds_by_data": (
+            lambda x, d: jt.clip_by_value(x * jt.constant(d), -2.0, 2.0),
+            np.array([1.0, 1.0, 10.0, 10.0]), np.array([10.0, 10.0, 1.0, 1.0]),
+            lambda a, d: np.where(np.abs(a * d) <= 2.0, d, 0.0),
+        ),
+        "sparse_xent_labels": (
+            lambda x, d: jt.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=jt.constant(d), logits=jt.reshape(x, (2, 2))
+            ),
+            np.array([0, 1], np.int32), np.array([1, 0], np.int32),
+            lambda a, d: (
+                np.exp(a.reshape(2, 2)) / np.exp(a.reshape(2, 2)).sum(1, keepdims=True)
+                - np.eye(2)[d]
+            ).reshape(4),
+        ),
+        "one_hot_depth_mask": (
+            lambda x, d: x * jt.one_hot(jt.constant(d), 4, dtype=jt.float64),
+            np.array(1, np.int32), np.array(3, np.int32),
+            lambda a, d: np.eye(4)[int(d)],
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_data_dependent_cases()))
+def test_same_structure_new_data_gives_fresh_gradient(name):
+    f, d1, d2, df = _data_dependent_cases()[name]
+    xs = np.array([0.5, 1.0, 0.25, 0.75])
+    for d in (d1, d2, d1, d2):
+        x = jt.Variable(xs.copy())
+        with jt.GradientTape() as tape:
+            y = f(x, d)
+        g = tape.gradient(y, x, unconnected_gradients="zero")  # compiled backward graph
+        c = jt.constant(xs.copy())
+        with jt.GradientTape() as outer:
+            outer.watch(c)
+            with jt.GradientTape() as inner:
+                inner.watch(c)
+                y2 = f(c, d)
+            g_eager = inner.gradient(y2, c, unconnected_gradients="zero")  # eager VJPs
+        np.testing.assert_allclose(npv(g), df(xs, d), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(npv(g_eager), df(xs, d), rtol=1e-12, atol=1e-12)
+
+
+def test_same_structure_new_output_gradients_and_sources():
+    xs = np.array([1.0, 2.0])
+    for og in ([1.0, 1.0], [3.0, -2.0], [0.0, 5.0]):
+        x = jt.Variable(xs.copy())
+        w = jt.Variable(np.array([0.5, 0.25]))
+        with jt.GradientTape() as tape:
+            y = x * x * w
+        gx, gw = tape.gradient(y, [x, w], output_gradients=jt.constant(og))
+        np.testing.assert_allclose(npv(gx), 2 * xs * np.array([0.5, 0.25]) * og)
+        np.testing.assert_allclose(npv(gw), xs**2 * og)
+    for sources in ("x", "w", "both"):
+        x = jt.Variable(xs.copy())
+        w = jt.Variable(np.array([0.5, 0.25]))
+        with jt.GradientTape() as tape:
+            y = x * x * w
+        src = {"x": [x], "w": [w], "both": [w, x]}[sources]
+        got = tape.gradient(y, src)
+        exp = {"x": [2 * xs * [0.5, 0.25]], "w": [xs**2],
+               "both": [xs**2, 2 * xs * [0.5, 0.25]]}[sources]
+        for g, e in zip(got, exp):
+            np.testing.assert_allclose(npv(g), e)
+
+
+def test_same_structure_stop_gradient_moves():
+    for where in ("first", "second", "none"):
+        x = jt.Variable(np.array([2.0, 3.0]))
+        with jt.GradientTape() as tape:
+            a = x * x
+            b = x * 3.0
+            if where == "first":
+                a = jt.stop_gradient(a)
+            elif where == "second":
+                b = jt.stop_gradient(b)
+            y = a + b
+        expected = {"first": [3.0, 3.0], "second": [4.0, 6.0], "none": [7.0, 9.0]}[where]
+        np.testing.assert_allclose(npv(tape.gradient(y, x)), expected)

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import collections.abc
 
+from ..errors import composite
 from ..tensor import convert_args
 from . import elementwise as E
 from . import reduction as R
 
 
+@composite("clip_by_value")
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     """min(max(t, lo), hi); the gradient passes at the bounds (inclusive)."""
     (x,) = convert_args((t,))
     return E.minimum(E.maximum(x, clip_value_min), clip_value_max)
 
 
+@composite("clip_by_norm")
 def clip_by_norm(t, clip_norm, axes=None, name=None):
     """t * clip_norm / max(||t||, clip_norm): unchanged when its L2 norm is small enough."""
     (x,) = convert_args((t,))
@@ -22,6 +25,7 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
     return E.divide(E.multiply(x, clip_norm), E.maximum(l2, clip_norm))
 
 
+@composite("global_norm")
 def global_norm(t_list, name=None):
     """sqrt(sum of squared L2 norms) over the non-None tensors."""
     ts = [t for t in t_list if t is not None]
@@ -34,6 +38,7 @@ def global_norm(t_list, name=None):
     return E.sqrt(total)
 
 
+@composite("clip_by_global_norm")
 def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     """Scale every tensor by clip_norm / max(global_norm, clip_norm).
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, composite
 from ..tensor import Tensor, convert_args, convert_to_tensor
 from . import elementwise as E
 from . import reduction as R
@@ -16,6 +16,7 @@ sigmoid = E.sigmoid
 tanh = E.tanh
 
 
+@composite("softmax")
 def softmax(logits, axis=-1, name=None):
     """exp(x) / sum(exp(x)) along ``axis``, with the max subtracted for stability."""
     (x,) = convert_args((logits,))
@@ -24,17 +25,20 @@ def softmax(logits, axis=-1, name=None):
     return E.divide(e, R.reduce_sum(e, axis, keepdims=True))
 
 
+@composite("log_softmax")
 def log_softmax(logits, axis=-1, name=None):
     """x - logsumexp(x) along ``axis``."""
     (x,) = convert_args((logits,))
     return E.subtract(x, R.reduce_logsumexp(x, axis, keepdims=True))
 
 
+@composite("leaky_relu")
 def leaky_relu(features, alpha=0.2, name=None):
     (x,) = convert_args((features,))
     return E.where(E.greater(x, 0), x, E.multiply(x, alpha))
 
 
+@composite("softplus")
 def softplus(features, name=None):
     """log(1 + exp(x)), stable for large |x|."""
     (x,) = convert_args((features,))
@@ -44,6 +48,7 @@ def softplus(features, name=None):
 _rng = np.random.default_rng()
 
 
+@composite("dropout")
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
     """Zero each element with probability ``rate``, scale the rest by 1/(1-rate)."""
     (x,) = convert_args((x,))
@@ -57,6 +62,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     return E.multiply(x, Tensor(keep.astype(x._type.dtype), _own=True))
 
 
+@composite("sparse_softmax_cross_entropy_with_logits")
 def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
     """Per-example -log softmax(logits)[label]; labels are integer class ids."""
     if labels is None or logits is None:
@@ -82,17 +88,20 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
     return E.negative(R.reduce_sum(E.multiply(hot, log_softmax(z)), -1))
 
 
+@composite("softmax_cross_entropy_with_logits")
 def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=None):
     (y, z) = convert_args((labels, logits))
     return E.negative(R.reduce_sum(E.multiply(y, log_softmax(z, axis)), axis))
 
 
+@composite("sigmoid_cross_entropy_with_logits")
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
     """max(z, 0) - z*y + log(1 + exp(-|z|)), TF's stable form."""
     (y, z) = convert_args((labels, logits))
     return E.add(E.subtract(E.relu(z), E.multiply(z, y)), E.log1p(E.exp(E.negative(E.abs(z)))))
 
 
+@composite("l2_loss")
 def l2_loss(t, name=None):
     (x,) = convert_args((t,))
     return E.multiply(R.reduce_sum(E.square(x)), 0.5)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, composite
 from ..ir import NO_GRADIENT, Type
 from ..tensor import apply, convert_args
 from . import elementwise as E
@@ -40,11 +40,22 @@ def _extreme_vjp(g, out, x, axis, keepdims):
     return (E.multiply(E.divide(hit, count), S.reshape(g, kept)),)
 
 
+def _identity_element(fn, dtype):
+    """max over nothing is -inf (the dtype's lowest integer), min +inf, as TF gives."""
+    if dtype.kind == "f":
+        return -np.inf if fn is np.max else np.inf
+    if dtype.kind == "b":
+        return fn is np.min
+    info = np.iinfo(dtype)
+    return info.min if fn is np.max else info.max
+
+
 def _np_reduce(fn):
     def forward(x, axis, keepdims):
-        if x.size == 0 and fn in (np.max, np.min):
-            raise InvalidArgumentError(f"reduce_{fn.__name__} of an empty tensor")
-        r = fn(x, axis=axis, keepdims=keepdims)
+        if fn is np.sum:
+            r = fn(x, axis=axis, keepdims=keepdims)
+        else:
+            r = fn(x, axis=axis, keepdims=keepdims, initial=_identity_element(fn, x.dtype))
         return np.asarray(r, dtype=x.dtype)
 
     return forward
@@ -64,13 +75,17 @@ reduce_min_op = defop(
 )
 
 
+def _axes(axis, x, opname) -> tuple:
+    try:
+        return normalize_axis(axis, x.ndim, opname)
+    except ValueError as e:
+        raise InvalidArgumentError(f"{e} [input: {x._type}]") from None
+
+
 def _reducer(op):
     def fn(input_tensor, axis=None, keepdims=False, name=None):
         (x,) = convert_args((input_tensor,))
-        try:
-            ax = normalize_axis(axis, x.ndim, op.name)
-        except ValueError as e:
-            raise InvalidArgumentError(f"{e} [input: {x._type}]") from None
+        ax = _axes(axis, x, op.name)
         if not ax and not keepdims:
             return x
         return apply(op, x, axis=ax, keepdims=bool(keepdims))
@@ -85,27 +100,31 @@ reduce_max = _reducer(reduce_max_op)
 reduce_min = _reducer(reduce_min_op)
 
 
+@composite("reduce_mean")
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
-    """Mean over ``axis``; integer tensors divide with truncation, as TF does."""
+    """Mean over ``axis``; integer tensors divide truncating toward zero, as TF does."""
     (x,) = convert_args((input_tensor,))
-    ax = normalize_axis(axis, x.ndim, "reduce_mean")
+    ax = _axes(axis, x, "reduce_mean")
     n = int(np.prod([x._type.shape[a] for a in ax])) if ax else 1
     s = reduce_sum(x, ax, keepdims)
     if x.dtype.is_floating:
         return E.multiply(s, 1.0 / n) if n else E.divide(s, 0.0)
-    return E.floordiv(s, max(n, 1))
+    return E.cast(E.divide(s, max(n, 1)), x.dtype)  # float64 quotient, cast truncates
 
 
+@composite("reduce_any")
 def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
     (x,) = convert_args((input_tensor,))
     return E.greater(reduce_sum(E.cast(x, "int32"), axis, keepdims), 0)
 
 
+@composite("reduce_all")
 def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
     (x,) = convert_args((input_tensor,))
     return E.logical_not(reduce_any(E.logical_not(x), axis, keepdims))
 
 
+@composite("reduce_logsumexp")
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     """log(sum(exp(x))) computed stably (the max is subtracted first)."""
     (x,) = convert_args((input_tensor,))
@@ -114,11 +133,12 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     s = E.log(reduce_sum(E.exp(E.subtract(x, m)), axis, keepdims=True))
     r = E.add(s, m)
     if not keepdims:
-        ax = normalize_axis(axis, x.ndim, "reduce_logsumexp")
+        ax = _axes(axis, x, "reduce_logsumexp")
         r = S.reshape(r, [d for i, d in enumerate(r._type.shape) if i not in ax])
     return r
 
 
+@composite("norm")
 def norm(tensor, ord="euclidean", axis=None, keepdims=False, name=None):
     """Vector norm over ``axis`` (whole tensor when None): 'euclidean'/2, 1 or np.inf."""
     (x,) = convert_args((tensor,))
@@ -148,12 +168,17 @@ argmin_op = defop(
 )
 
 
+def _one_axis(axis, x, opname) -> int:
+    (a,) = _axes(int(axis), x, opname)
+    return a
+
+
 def argmax(input, axis=None, output_type="int64", name=None):
     """Index of the largest value along ``axis`` (0 when None, as TF)."""
     (x,) = convert_args((input,))
     from ..dtypes import as_dtype
 
-    ax = 0 if axis is None else int(axis) % max(x.ndim, 1)
+    ax = _one_axis(0 if axis is None else axis, x, "argmax")
     return apply(argmax_op, x, axis=ax, output_type=as_dtype(output_type).name)
 
 
@@ -161,5 +186,5 @@ def argmin(input, axis=None, output_type="int64", name=None):
     (x,) = convert_args((input,))
     from ..dtypes import as_dtype
 
-    ax = 0 if axis is None else int(axis) % max(x.ndim, 1)
+    ax = _one_axis(0 if axis is None else axis, x, "argmin")
     return apply(argmin_op, x, axis=ax, output_type=as_dtype(output_type).name)

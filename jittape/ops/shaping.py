@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, composite
 from ..ir import NO_GRADIENT, Type
 from ..tensor import Tensor, Variable, apply, convert_args, convert_to_tensor
 from . import elementwise as E
@@ -88,7 +88,12 @@ def transpose(a, perm=None, name=None, conjugate=False):
     (x,) = convert_args((a,))
     if perm is None:
         perm = tuple(reversed(range(x.ndim)))
-    perm = tuple(int(p) % max(x.ndim, 1) for p in perm)
+    r = x.ndim
+    if len(perm) != r or any(not -r <= int(p) < r for p in perm):
+        raise InvalidArgumentError(
+            f"transpose: perm {list(perm)} is not a permutation of the axes of {x._type}"
+        )
+    perm = tuple(int(p) % r for p in perm)
     if perm == tuple(range(x.ndim)):
         return x
     return apply(transpose_op, x, perm=perm)
@@ -130,18 +135,22 @@ def broadcast_to(input, shape, name=None):
     return apply(broadcast_to_op, x, shape=shape)
 
 
+@composite("expand_dims")
 def expand_dims(input, axis, name=None):
     """Insert a dimension of size 1 at ``axis``."""
     (x,) = convert_args((input,))
     r = x.ndim
     if not -r - 1 <= axis <= r:
-        raise InvalidArgumentError(f"expand_dims: axis {axis} out of range for rank {r}")
+        raise InvalidArgumentError(
+            f"expand_dims: axis {axis} out of range [{-r - 1}, {r}] for input {x._type}"
+        )
     axis = axis % (r + 1)
     shape = list(x._type.shape)
     shape.insert(axis, 1)
     return reshape(x, shape)
 
 
+@composite("squeeze")
 def squeeze(input, axis=None, name=None):
     """Remove dimensions of size 1 (those in ``axis``, or all)."""
     (x,) = convert_args((input,))
@@ -212,12 +221,16 @@ def concat(values, axis, name=None):
         raise InvalidArgumentError("concat needs at least one tensor")
     r = xs[0].ndim
     if not -r <= axis < r:
-        raise InvalidArgumentError(f"concat: axis {axis} out of range for rank {r}")
+        raise InvalidArgumentError(
+            f"concat: axis {axis} out of range for inputs "
+            + ", ".join(str(x._type) for x in xs)
+        )
     if len(xs) == 1:
         return xs[0]
     return apply(concat_op, *xs, axis=axis % r)
 
 
+@composite("stack")
 def stack(values, axis=0, name=None):
     """Join tensors of one shape along a new axis."""
     xs = convert_args(tuple(values))
@@ -232,9 +245,16 @@ def stack(values, axis=0, name=None):
     return concat([expand_dims(x, axis) for x in xs], axis=axis)
 
 
+@composite("unstack")
 def unstack(value, num=None, axis=0, name=None):
+    """The slices of ``value`` along ``axis``, as a list."""
     (x,) = convert_args((value,))
+    r = x.ndim
+    if not -r <= axis < r:
+        raise InvalidArgumentError(f"unstack: axis {axis} out of range for input {x._type}")
     n = x._type.shape[axis]
+    if num is not None and num != n:
+        raise InvalidArgumentError(f"unstack: num={num} but axis {axis} of {x._type} has {n}")
     return [squeeze(_take_along(x, i, axis), axis) for i in range(n)]
 
 
@@ -409,7 +429,9 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
     (p,) = convert_args((params,))
     i = indices if isinstance(indices, Tensor) else convert_to_tensor(indices)
     axis = 0 if axis is None else int(axis)
-    return apply(gather_op, p, i, axis=axis % max(p.ndim, 1))
+    if not -p.ndim <= axis < p.ndim:
+        raise InvalidArgumentError(f"gather: axis {axis} out of range for params {p._type}")
+    return apply(gather_op, p, i, axis=axis % p.ndim)
 
 
 def scatter_add(g, indices, shape, axis=0):
