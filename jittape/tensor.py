@@ -458,7 +458,10 @@ def _is_python_scalar(v) -> bool:
 
 
 def convert_args(args, like=None):
-    """Convert op arguments: Python scalars take the dtype of the tensors beside them."""
+    """Convert op arguments. Values that are not tensors (Python numbers, lists, numpy
+    arrays) take the dtype of the first tensor beside them, as in TF's operators
+    (``x_f32 + np.float64(2)`` is float32), unless that would lose information (a float
+    into an integer tensor raises). Tensors of different dtypes are never promoted."""
     ref = like
     if ref is None:
         for a in args:
@@ -477,9 +480,27 @@ def convert_args(args, like=None):
                     f"Cannot convert {a!r} to a tensor of dtype {ref.name}" + _at(user_location())
                 )
             out.append(_scalar_tensor(a, ref))
+        elif ref is not None and not isinstance(a, bool):
+            out.append(_convert_like(a, ref))
         else:
             out.append(convert_to_tensor(a))
     return out
+
+
+def _convert_like(value, ref: DType) -> Tensor:
+    try:
+        a = np.asarray(value)
+    except Exception as e:
+        raise TypeError(f"cannot convert {type(value).__name__} to a tensor: {e}") from None
+    kind = a.dtype.kind
+    if kind == "b" or kind not in "iuf":
+        return convert_to_tensor(value)  # bool masks stay bool; the op's rule decides
+    if kind == "f" and not ref.is_floating:
+        raise TypeError(
+            f"Cannot convert a {a.dtype.name} value of shape {list(a.shape)} to a tensor of "
+            f"dtype {ref.name} (it would truncate); cast it explicitly" + _at(user_location())
+        )
+    return Tensor(a.astype(ref._np), _own=True)  # astype copied: the caller keeps theirs
 
 
 _scalar_cache: dict = {}
