@@ -61,6 +61,7 @@ class GradientTape:
         self._watched_vars: dict = {}  # creation order -> Variable
 
     def _clear(self):
+        self._impure = False  # a custom gradient was recorded: its grad_fn runs eagerly
         self._nodes: list = []
         self._values: dict = {}  # value id -> the recorded (snapshot) tensor
         self._on_tape: set = set()
@@ -168,6 +169,8 @@ class GradientTape:
         self._add(op, tuple(attrs.items()), [t._id for t in ins], outs, ins)
 
     def _add(self, op, attrs, in_ids, outs, ins):
+        if not op.pure:
+            self._impure = True
         self._nodes.append(
             Node(op, tuple(in_ids), tuple(o._id for o in outs), attrs,
                  tuple(o._type for o in outs))
@@ -255,7 +258,8 @@ class GradientTape:
         # another tape (or this persistent one) is recording: run VJPs as ops it records
         if _state.local.tapes or _state.local.tracers:
             return True
-        return any(t._value is None for t in targets)
+        # a user's grad_fn may use concrete values (.numpy()), as it can in TF eager
+        return self._impure or any(t._value is None for t in targets)
 
     def _compute(self, targets, seeds, ids):
         """Gradient tensors (or None) for source ids; ``None`` ids are not differentiable."""
