@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import as_dtype
 from ..errors import InvalidArgumentError, composite
 from ..ir import NO_GRADIENT, Type
 from ..tensor import apply, convert_args
@@ -173,18 +174,17 @@ def _one_axis(axis, x, opname) -> int:
     return a
 
 
-def argmax(input, axis=None, output_type="int64", name=None):
-    """Index of the largest value along ``axis`` (0 when None, as TF)."""
-    (x,) = convert_args((input,))
-    from ..dtypes import as_dtype
+def _arg(op):
+    def fn(input, axis=None, output_type="int64", name=None):
+        (x,) = convert_args((input,))
+        ax = _one_axis(0 if axis is None else axis, x, op.name)
+        return apply(op, x, axis=ax, output_type=as_dtype(output_type).name)
 
-    ax = _one_axis(0 if axis is None else axis, x, "argmax")
-    return apply(argmax_op, x, axis=ax, output_type=as_dtype(output_type).name)
+    fn.__name__ = op.name
+    fn.__doc__ = f"Index of the {'largest' if op is argmax_op else 'smallest'} value along " \
+        "``axis`` (0 when None, as TF)."
+    return fn
 
 
-def argmin(input, axis=None, output_type="int64", name=None):
-    (x,) = convert_args((input,))
-    from ..dtypes import as_dtype
-
-    ax = _one_axis(0 if axis is None else axis, x, "argmin")
-    return apply(argmin_op, x, axis=ax, output_type=as_dtype(output_type).name)
+argmax = _arg(argmax_op)
+argmin = _arg(argmin_op)
