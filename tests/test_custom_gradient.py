@@ -254,3 +254,93 @@ def test_custom_gradient_inside_ordinary_chain():
         y = jt.reduce_sum(jt.exp(scale_grad(x * 2.0)))
     # d/dx exp(f(2x)) with f' overridden to 0.5: exp(sin(2x)) * 0.5 * 2
     np.testing.assert_allclose(npv(tape.gradient(y, x)), np.exp(np.sin(2 * xs)), rtol=1e-10)
+
+
+def test_grad_fn_can_recompute_with_its_own_tape():
+    # gradient checkpointing: the backward recomputes the forward under a new tape
+    @jt.custom_gradient
+    def checkpointed(x):
+        y = jt.sin(x) * x
+
+        def grad(dy):
+            with jt.GradientTape() as t:
+                t.watch(x)
+                y2 = jt.sin(x) * x
+            return t.gradient(y2, x, output_gradients=dy)
+
+        return y, grad
+
+    xs = np.array([0.3, 1.2])
+    x = jt.Variable(xs)
+    with jt.GradientTape() as tape:
+        y = jt.reduce_sum(checkpointed(x) * 2.0)
+    np.testing.assert_allclose(
+        npv(tape.gradient(y, x)), 2 * (np.cos(xs) * xs + np.sin(xs)), rtol=1e-12
+    )
+
+
+def test_grad_fn_receives_concrete_tensors_in_eager_mode():
+    # In TF 2.x eager code, grad_fn is called with eager tensors: users print
+    # them, call .numpy() on them and branch on their values.
+    seen = []
+
+    @jt.custom_gradient
+    def f(x):
+        def grad(dy):
+            seen.append(np.array(dy.numpy()))
+            if float(jt.reduce_sum(dy)) > 0:
+                return dy * 3.0
+            return dy * -1.0
+
+        return x * 1.0, grad
+
+    xs = np.array([0.3, 1.2])
+    for scale, expected in ((2.0, 6.0), (-2.0, 2.0)):
+        x = jt.Variable(xs)
+        with jt.GradientTape() as tape:
+            y = jt.reduce_sum(f(x) * scale)
+        np.testing.assert_allclose(npv(tape.gradient(y, x)), [expected, expected])
+    np.testing.assert_allclose(seen[0], [2.0, 2.0])
+    np.testing.assert_allclose(seen[1], [-2.0, -2.0])
+
+
+def test_grad_fn_called_once_per_gradient_call():
+    calls = []
+
+    @jt.custom_gradient
+    def f(x):
+        def grad(dy):
+            calls.append(1)
+            return dy * 2.0
+
+        return x * 1.0, grad
+
+    x = jt.Variable(np.array([1.0, 2.0]))
+    with jt.GradientTape(persistent=True) as tape:
+        y = jt.reduce_sum(f(x) * x)
+    for k in range(3):
+        np.testing.assert_allclose(npv(tape.gradient(y, x)), 2 * np.array([1.0, 2.0]) + [1.0, 2.0])
+        assert len(calls) == k + 1
+
+
+def test_jacobian_and_batch_jacobian_through_custom_gradient():
+    @jt.custom_gradient
+    def f(x):
+        def grad(dy):
+            return jt.constant(np.asarray(dy.numpy()) * 4.0)  # concrete dy, as in TF eager
+
+        return x * x, grad
+
+    xs = np.array([[1.0, 2.0], [3.0, 4.0]])
+    x = jt.constant(xs)
+    with jt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = f(x) * 2.0
+    J = tape.jacobian(y, x)
+    expected = np.zeros((2, 2, 2, 2))
+    for a in range(2):
+        for b in range(2):
+            expected[a, b, a, b] = 8.0
+    np.testing.assert_allclose(npv(J), expected)
+    BJ = tape.batch_jacobian(y, x)
+    np.testing.assert_allclose(npv(BJ), np.stack([np.diag([8.0, 8.0])] * 2))

@@ -265,3 +265,117 @@ def test_second_derivative_of_composite_functions():
     )
     np.testing.assert_allclose(npv(d1), d1_exp, rtol=1e-12)
     np.testing.assert_allclose(npv(d2), d2_exp, rtol=1e-10)
+
+
+def test_gradient_of_a_jacobian():
+    xs = np.array([0.5, -1.0, 2.0])
+    x = jt.Variable(xs)
+    with jt.GradientTape() as outer:
+        with jt.GradientTape() as inner:
+            y = x**3
+        J = inner.jacobian(y, x)  # diag(3 x^2)
+        s = jt.reduce_sum(J * J)  # sum 9 x^4
+    np.testing.assert_allclose(npv(J), np.diag(3 * xs**2), rtol=1e-12)
+    np.testing.assert_allclose(npv(outer.gradient(s, x)), 36 * xs**3, rtol=1e-12)
+
+
+def test_softmax_cross_entropy_hessian():
+    rng = np.random.default_rng(4)
+    B, C = 3, 4
+    logits_np = rng.standard_normal((B, C))
+    labels_np = np.array([0, 3, 1], np.int32)
+    logits = jt.constant(logits_np)
+    labels = jt.constant(labels_np)
+    with jt.GradientTape() as outer:
+        outer.watch(logits)
+        with jt.GradientTape() as inner:
+            inner.watch(logits)
+            loss = jt.reduce_mean(
+                jt.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+            )
+        g = inner.gradient(loss, logits)
+    H = outer.batch_jacobian(g, logits)
+    p = np.exp(logits_np) / np.exp(logits_np).sum(1, keepdims=True)
+    np.testing.assert_allclose(npv(g), (p - np.eye(C)[labels_np]) / B, rtol=1e-12, atol=1e-15)
+    expected = np.stack([(np.diag(pb) - np.outer(pb, pb)) / B for pb in p])
+    assert H.shape == (B, C, C)
+    np.testing.assert_allclose(npv(H), expected, rtol=1e-10, atol=1e-14)
+
+
+def test_logsumexp_and_log_softmax_hvp():
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal(5)
+    v0 = rng.standard_normal(5)
+    p = np.exp(xs) / np.exp(xs).sum()
+    H = np.diag(p) - np.outer(p, p)
+    for f in (
+        lambda x: jt.reduce_logsumexp(x),
+        lambda x: -jt.nn.log_softmax(x)[2] + x[2],  # = logsumexp(x)
+    ):
+        x = jt.Variable(xs.copy())
+        with jt.GradientTape() as t2:
+            with jt.GradientTape() as t1:
+                y = f(x)
+            g = t1.gradient(y, x)
+            gv = jt.reduce_sum(g * jt.constant(v0))
+        np.testing.assert_allclose(npv(g), p, rtol=1e-12)
+        np.testing.assert_allclose(npv(t2.gradient(gv, x)), H @ v0, rtol=1e-10, atol=1e-14)
+
+
+def test_second_derivatives_of_piecewise_ops():
+    xs = np.array([-1.5, -0.5, 0.5, 1.5])
+    cases = [
+        (lambda x: x * jt.nn.relu(x), np.where(xs > 0, 2.0, 0.0)),
+        (lambda x: jt.square(jt.maximum(x, 0.0)), np.where(xs > 0, 2.0, 0.0)),
+        (lambda x: x * jt.abs(x), 2 * np.sign(xs)),
+        (lambda x: jt.where(x > 0.0, x**3, -x), np.where(xs > 0, 6 * xs, 0.0)),
+        (lambda x: jt.square(jt.clip_by_value(x, -1.0, 1.0)), np.where(np.abs(xs) < 1, 2.0, 0.0)),
+    ]
+    for f, d2 in cases:
+        x = jt.Variable(xs.copy())
+        with jt.GradientTape() as t2:
+            with jt.GradientTape() as t1:
+                y = jt.reduce_sum(f(x))
+            g = t1.gradient(y, x)
+        np.testing.assert_allclose(npv(t2.gradient(g, x, unconnected_gradients="zero")), d2,
+                                   rtol=1e-12, atol=1e-14)
+
+
+def test_norm_hessian():
+    xs = np.array([1.0, -2.0, 2.0])
+    x = jt.Variable(xs)
+    with jt.GradientTape() as t2:
+        with jt.GradientTape() as t1:
+            n = jt.norm(x)
+        g = t1.gradient(n, x)
+    H = t2.jacobian(g, x)
+    r = np.linalg.norm(xs)
+    u = xs / r
+    np.testing.assert_allclose(npv(g), u, rtol=1e-12)
+    np.testing.assert_allclose(npv(H), (np.eye(3) - np.outer(u, u)) / r, rtol=1e-10, atol=1e-14)
+
+
+def test_inner_gradient_called_inside_inner_context():
+    # a common way to write it: the inner non-persistent tape stops itself,
+    # the outer tape records the backward ops
+    x = jt.Variable(3.0)
+    with jt.GradientTape() as t2:
+        with jt.GradientTape() as t1:
+            y = x**3
+            dy = t1.gradient(y, x)
+    np.testing.assert_allclose(npv(dy), 27.0)
+    np.testing.assert_allclose(npv(t2.gradient(dy, x)), 18.0)
+
+
+def test_persistent_inner_tape_reused_for_two_second_order_quantities():
+    x = jt.Variable(np.array([1.0, 2.0]))
+    with jt.GradientTape(persistent=True) as t2:
+        with jt.GradientTape(persistent=True) as t1:
+            y = jt.reduce_sum(x**3)
+            z = jt.reduce_sum(jt.sin(x))
+        gy = t1.gradient(y, x)
+        gz = t1.gradient(z, x)
+    xs = np.array([1.0, 2.0])
+    np.testing.assert_allclose(npv(t2.gradient(gy, x)), 6 * xs, rtol=1e-12)
+    np.testing.assert_allclose(npv(t2.gradient(gz, x)), -np.sin(xs), rtol=1e-12)
+    np.testing.assert_allclose(npv(t2.gradient([gy, gz], x)), 6 * xs - np.sin(xs), rtol=1e-12)
