@@ -375,10 +375,31 @@ class GraphBuilder:
         )
 
 
+_INFER_CACHE: dict = {}
+_INFER_CACHE_SIZE = 65536
+
+
 def infer_types(op: OpDef, in_types: Sequence[Type], attrs: Mapping) -> tuple:
-    """Output types of ``op`` applied to ``in_types``, always as a tuple."""
-    t = op.infer(tuple(in_types), **attrs)
-    return tuple(t) if isinstance(t, (tuple, list)) else (t,)
+    """Output types of ``op`` applied to ``in_types``, always as a tuple.
+
+    Memoized: an eager training loop asks the same question every step. Errors are
+    not cached (they raise each time).
+    """
+    in_types = tuple(in_types)
+    try:
+        key = (op.name, in_types, tuple(attrs.items()))
+        hit = _INFER_CACHE.get(key)
+    except TypeError:  # an unhashable attribute
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    t = op.infer(in_types, **attrs)
+    t = tuple(t) if isinstance(t, (tuple, list)) else (t,)
+    if key is not None and op.pure:
+        if len(_INFER_CACHE) >= _INFER_CACHE_SIZE:
+            _INFER_CACHE.clear()
+        _INFER_CACHE[key] = t
+    return t
 
 
 # ---------------------------------------------------------------------------

@@ -48,10 +48,15 @@ class TensorShape(tuple):
 # Operators shared by Tensor and Variable
 
 
-def _ops():
-    from . import ops
+_OPS = []
 
-    return ops
+
+def _ops():
+    if not _OPS:
+        from . import ops
+
+        _OPS.append(ops)
+    return _OPS[0]
 
 
 class _Operators:
@@ -200,7 +205,8 @@ class Tensor(_Operators):
                     a = a.copy()
                 a.setflags(write=False)
             self._value = a
-            self._type = Type(a.shape, dtype_name(a.dtype))
+            # dispatch passes the type it already inferred (and checked against the array)
+            self._type = _type if _type is not None else Type(a.shape, dtype_name(a.dtype))
         else:
             self._value = None
             self._type = _type
@@ -597,7 +603,7 @@ def apply(op: OpDef, *args, **attrs):
                 raise AssertionError(
                     f"op {op.name}: reference gave shape {r.shape}, infer said {ty}"
                 )
-            outs.append(Tensor(r, _own=True))
+            outs.append(Tensor(r, _own=True, _type=ty))
         if _config["check_numerics"]:
             _check_outputs(op, outs)
     if _state.local.tapes:
