@@ -309,7 +309,11 @@ class GradientTape:
         ids = [_source_id(s) for s in flat_sources]
         n = int(np.prod(t._type.shape))
         try:
-            rows = self._rows(t, n, ids, lambda j: _unit(t._type, j))
+            if n == 0:  # an empty target: an empty jacobian, nothing to differentiate
+                rows = [None if i is None else E.zeros((0,) + tuple(s.shape), s.dtype)
+                        for i, s in zip(ids, flat_sources)]
+            else:
+                rows = self._rows(t, n, ids, lambda j: _unit(t._type, j))
         finally:
             self._release()
         out = []
@@ -357,7 +361,7 @@ class GradientTape:
             return s.reshape(ts)
 
         try:
-            (col,) = self._rows(t, ny, ids, seed, stack_axis=1)
+            (col,) = self._rows(t, ny, ids, seed, stack_axis=1) if ny and b else (None,)
         finally:
             self._release()
         shape = ts + ss[1:]
@@ -372,13 +376,9 @@ class GradientTape:
             return [None] * len(ids)
         if self._eager_mode([t]):
             per = [self._compute([t], [seed_fn(j)], ids) for j in range(n)]
-            cols = []
-            for k in range(len(ids)):
-                gs = [p[k] for p in per]
-                cols.append(None if all(g is None for g in gs) else S.stack(
-                    [g if g is not None else E.zeros_like(_src_like(ids[k], per)) for g in gs],
-                    axis=stack_axis))
-            return cols
+            # connectivity does not depend on the seed: a source is None in every row or none
+            return [None if per[0][k] is None else S.stack([p[k] for p in per], axis=stack_axis)
+                    for k in range(len(ids))]
         # one backward graph, run once per seed
         graph, feeds, computed, consts = backward_graph(
             self._nodes, [t], [seed_fn(0)], want, self._values
@@ -402,14 +402,6 @@ class GradientTape:
             arr = np.stack([r[computed[w]] for r in runs], axis=stack_axis)
             cols.append(Tensor(arr, _own=True))
         return cols
-
-
-def _src_like(sid, per):
-    for p in per:
-        for g in p:
-            if g is not None:
-                return g
-    raise AssertionError("no gradient to take a shape from")
 
 
 def _unit(ty, j):

@@ -1329,3 +1329,20 @@ def test_concurrent_tapes_in_many_threads_give_their_own_gradients():
         t.join()
     assert errors == []
     assert len(results) == 8
+
+
+def test_jacobian_of_an_empty_target_is_empty():
+    x = jt.constant(np.ones(3))
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+        y = x[:0] * 2.0
+    j = tape.jacobian(y, x)
+    assert j.shape == (0, 3)
+
+
+def test_batch_jacobian_of_an_empty_batch_is_empty():
+    x = jt.constant(np.ones((0, 2)))
+    with jt.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 2.0
+    assert tape.batch_jacobian(y, x).shape == (0, 2, 2)
