@@ -233,9 +233,27 @@ def _trace_backward(nodes, targets, seeds, source_ids, values, canon):
     for vid, arr in tracer.captures.values():
         feeds[vid] = arr
         origin[vid] = ("capture", arr)
-    graph = tracer.builder.build(outputs)
+    graph = _drop_dead(tracer.builder.build(outputs))
     origins = [origin.get(v) for v in graph.inputs]
+    feeds = {v: feeds[v] for v in graph.inputs}
     return graph, feeds, tuple(computed), consts, origins
+
+
+def _drop_dead(g: Graph) -> Graph:
+    """Drop nodes no output needs and inputs nothing reads: a VJP rule computes the
+    gradient of every input, also of those (constants, data) that no source needs."""
+    live = set(g.outputs)
+    keep = []
+    for n in reversed(g.nodes):
+        if n.op.effect or any(o in live for o in n.outputs):
+            keep.append(n)
+            live.update(n.inputs)
+    keep.reverse()
+    used = [(v, t, nm) for v, t, nm in zip(g.inputs, g.input_types, g.input_names) if v in live]
+    return Graph(
+        tuple(v for v, _, _ in used), tuple(t for _, t, _ in used), tuple(keep), g.outputs,
+        g.name, tuple(nm for _, _, nm in used),
+    )
 
 
 def forward_graph(nodes, values, outputs) -> tuple[Graph, dict]:

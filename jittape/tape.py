@@ -385,10 +385,12 @@ class GradientTape:
         )
         if _VERIFY:
             verify(graph)
-        seed_id = next(v for v, nm in zip(graph.inputs, graph.input_names) if nm == "seed")
+        # no seed input: nothing the sources need depends on the target
+        seed_id = next((v for v, nm in zip(graph.inputs, graph.input_names) if nm == "seed"), None)
         runs = []
         for j in range(n):
-            feeds[seed_id] = seed_fn(j)
+            if seed_id is not None:
+                feeds[seed_id] = seed_fn(j)
             runs.append(backends.run(graph, feeds) if graph.outputs else [])
         cols = []
         for sid in ids:

@@ -69,3 +69,19 @@ def test_custom_gradient_is_never_served_from_the_cache():
 
 def test_cache_is_bounded():
     assert len(autodiff._PLANS) <= autodiff.PLAN_CACHE_SIZE
+
+
+def test_backward_graph_computes_only_what_sources_need():
+    x = jt.constant(np.ones((32, 784), np.float32))
+    w = jt.Variable(np.ones((784, 10), np.float32))
+    c = jt.constant(np.ones(10, np.float32))
+    with jt.GradientTape() as tape:
+        loss = jt.reduce_mean(jt.square(jt.tanh(x @ w + jt.stop_gradient(c * 2.0))))
+    g, feeds, computed, _ = autodiff.backward_graph(tape._nodes, [loss], [None], [w._id],
+                                                     tape._values)
+    ops = [n.op.name for n in g.nodes]
+    # one matmul (for w); none for x's gradient, nothing behind stop_gradient
+    assert ops.count("matmul") == 1, ops
+    assert set(feeds) == set(g.inputs)
+    used = {i for n in g.nodes for i in n.inputs}
+    assert set(g.inputs) <= used
