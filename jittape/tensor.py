@@ -437,21 +437,12 @@ def convert_to_tensor(value, dtype=None) -> Tensor:
         return Tensor(a.astype(_default_dtype(a, value), copy=False))
     want = as_dtype(dtype)._np
     if a.dtype != want:
-        if isinstance(value, (np.ndarray, np.generic)) and not (
-            a.dtype.kind in "iub" and want.kind == "f"
-        ):
-            # numpy data keeps its dtype: no silent float64 -> float32 narrowing
-            if a.dtype.kind == "f" and want.kind == "f":
-                pass
-            elif not np.can_cast(a.dtype, want, casting="same_kind"):
-                raise TypeError(f"cannot convert an array of {a.dtype} to a tensor of {want.name}")
-        if want.kind in "iub" and a.dtype.kind == "f":
-            if not np.all(np.equal(np.mod(a, 1), 0)):
-                raise TypeError(
-                    f"Cannot convert {value!r} to a tensor of dtype {want.name}"
-                    + _at(user_location())
-                )
-        a = a.astype(want)
+        # an explicit dtype converts, as tf.constant does, but never drops a fraction
+        if a.dtype.kind == "f" and want.kind in "iub" and not np.all(np.mod(a, 1) == 0):
+            raise TypeError(
+                f"Cannot convert {value!r} to a tensor of dtype {want.name}" + _at(user_location())
+            )
+        return Tensor(a.astype(want), _own=True)
     return Tensor(a)
 
 
