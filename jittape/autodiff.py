@@ -18,7 +18,7 @@ from .ir import Graph, Node
 from .ops import elementwise as E
 from .ops import reduction as R
 from .ops import shaping as S
-from .tensor import Tensor, Tracer
+from .tensor import Tensor, Tracer, _literal_ids
 
 
 def path_nodes(nodes: Iterable[Node], target_ids, source_ids) -> tuple[list, set]:
@@ -120,7 +120,7 @@ def structure_key(nodes, targets, seeds, source_ids, values):
     for n in reversed(path):
         if not n.op.pure:
             return None, None
-        in_types = tuple(values[i]._type if i in values else None for i in n.inputs)
+        in_types = tuple(_input_key(values.get(i)) for i in n.inputs)
         items.append((n.op.name, n.attrs, n.types, in_types,
                       tuple(c(i) for i in n.inputs), tuple(c(o) for o in n.outputs)))
     tgt = tuple(
@@ -128,6 +128,16 @@ def structure_key(nodes, targets, seeds, source_ids, values):
     )
     src = tuple(c(s) for s in source_ids)
     return (tuple(items), tgt, src), canon
+
+
+def _input_key(t):
+    """What the backward graph may depend on about a recorded input: its type, and for
+    a Python literal (baked into the graph as a ``const`` node) its value too."""
+    if t is None:
+        return None
+    if t._id in _literal_ids:
+        return ("literal", t._type, t._value.item())
+    return t._type
 
 
 def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
@@ -196,6 +206,8 @@ def _trace_backward(nodes, targets, seeds, source_ids, values, canon):
             t = values.get(vid)
             if t is None:
                 return None
+            if vid in _literal_ids:
+                return t  # ops on it embed it as a const node
             ph = placeholders[vid] = tracer.placeholder(t._type, f"v{vid}")
             feeds[ph._id] = t._value
             origin[ph._id] = ("value", canon[vid]) if vid in canon else None

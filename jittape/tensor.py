@@ -501,16 +501,19 @@ def _convert_like(value, ref: DType) -> Tensor:
 
 
 _scalar_cache: dict = {}
+_literal_ids: set = set()  # ids of the tensors in _scalar_cache
 
 
 def _scalar_tensor(v, dtype: DType) -> Tensor:
-    """Small Python constants (1.0, 2, 0.5) are shared tensors: they recur in every VJP."""
+    """Small Python constants (1.0, 2, 0.5) are shared tensors: they recur in every VJP.
+    A trace embeds them as ``const`` nodes, not inputs (see ``Tracer.capture``)."""
     key = (type(v), v, dtype.name)
     t = _scalar_cache.get(key)
     if t is None:
         t = Tensor(np.asarray(v, dtype=dtype._np), _own=True)
         if len(_scalar_cache) < 4096:
             _scalar_cache[key] = t
+            _literal_ids.add(t._id)
     return t
 
 
@@ -528,12 +531,23 @@ class Tracer:
     def __init__(self, name="trace"):
         self.builder = GraphBuilder(name, new_id=_state.new_id)
         self.captures: dict = {}  # concrete tensor id -> (input id, ndarray)
+        self.literals: dict = {}  # Python-literal tensor id -> const node value id
 
     def placeholder(self, type_: Type, name=None) -> Tensor:
         vid = self.builder.add_input(type_, name)
         return Tensor(_type=type_, _tracer=self, _id=vid)
 
     def capture(self, t: Tensor) -> int:
+        """The graph value for a concrete tensor: a ``const`` node for a Python literal
+        (part of the program's structure), else an input fed with its array."""
+        if t._id in _literal_ids:
+            vid = self.literals.get(t._id)
+            if vid is None:
+                from .ir import Const
+
+                (vid,) = self.builder.add_node(_const_op(), (), {"value": Const(t._value)})
+                self.literals[t._id] = vid
+            return vid
         hit = self.captures.get(t._id)
         if hit is None:
             vid = self.builder.add_input(t._type, f"capture{len(self.captures)}")
@@ -551,6 +565,10 @@ class Tracer:
 
     def __exit__(self, *exc):
         _state.local.tracers.remove(self)
+
+
+def _const_op():
+    return _ops().REGISTRY["const"]
 
 
 # ---------------------------------------------------------------------------

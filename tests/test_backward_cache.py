@@ -85,3 +85,13 @@ def test_backward_graph_computes_only_what_sources_need():
     assert set(feeds) == set(g.inputs)
     used = {i for n in g.nodes for i in n.inputs}
     assert set(g.inputs) <= used
+
+
+def test_python_literals_are_part_of_the_cached_structure():
+    # x * 2.0 and x * 3.0 record the same ops and types; the literal decides the gradient
+    for k in (2.0, 3.0, 2.0, 3.0):
+        x = jt.constant(np.arange(3.0))
+        with jt.GradientTape() as tape:
+            tape.watch(x)
+            y = jt.reduce_sum(x * k)
+        np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [k, k, k])
