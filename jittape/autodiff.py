@@ -274,8 +274,6 @@ def forward_graph(nodes, values, outputs) -> tuple[Graph, dict]:
     Values the nodes read but do not define become inputs; a variable read is
     replaced by an input holding the snapshot it recorded.
     """
-    from .ir import Graph as _Graph
-
     defined, inputs, types, feeds, kept = set(), [], [], {}, []
     for n in nodes:
         if n.op.name == "read":
@@ -293,4 +291,4 @@ def forward_graph(nodes, values, outputs) -> tuple[Graph, dict]:
                 feeds[i] = values[i]._value
         defined.update(n.outputs)
         kept.append(n)
-    return _Graph(tuple(inputs), tuple(types), tuple(kept), tuple(outputs), "forward"), feeds
+    return Graph(tuple(inputs), tuple(types), tuple(kept), tuple(outputs), "forward"), feeds

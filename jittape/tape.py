@@ -153,7 +153,7 @@ class GradientTape:
             self._on_tape.add(v._id)
         if t._id in self._on_tape or not t._type.is_float:
             return
-        self._add(_read_op(), (), [v._id], [t], ())
+        self._add(E.read_op, (), [v._id], [t], ())
 
     def _record(self, op: OpDef, attrs: dict, ins, outs):
         on = self._on_tape
@@ -463,10 +463,6 @@ def _source_id(s):
     )
 
 
-def _read_op():
-    return E.read_op
-
-
 # ---------------------------------------------------------------------------
 # custom_gradient
 
@@ -541,13 +537,11 @@ def custom_gradient(f=None):
     def wrapper(*args, **kwargs):
         reads: list = []
         local = _state.local
-        saved = local.tapes
         local.variable_reads.append(reads)
-        local.tapes = []  # f's own ops are not recorded: the op is f as a whole
         try:
-            result, grad_fn = f(*args, **kwargs)
+            with _paused():  # f's own ops are not recorded: the op is f as a whole
+                result, grad_fn = f(*args, **kwargs)
         finally:
-            local.tapes = saved
             local.variable_reads.pop()
         arg_vars = [a for a in args if isinstance(a, Variable)]
         variables = []

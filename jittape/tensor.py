@@ -362,7 +362,6 @@ class Variable(_Operators):
             raise InvalidArgumentError(
                 f"Variable.{what}: cannot assign a value of shape {list(a.shape)} to variable "
                 f"{self.name!r} of shape {list(self._value.shape)}"
-                + _at(user_location())
             )
         return a
 
@@ -415,14 +414,14 @@ def convert_to_tensor(value, dtype=None) -> Tensor:
         if dtype is not None and value.dtype != as_dtype(dtype):
             raise InvalidArgumentError(
                 f"Tensor conversion requested dtype {as_dtype(dtype).name} for a tensor of "
-                f"dtype {value.dtype.name}" + _at(user_location())
+                f"dtype {value.dtype.name}"
             )
         return value
     if isinstance(value, Variable):
         if dtype is not None and value.dtype != as_dtype(dtype):
             raise InvalidArgumentError(
                 f"Tensor conversion requested dtype {as_dtype(dtype).name} for variable "
-                f"{value.name!r} of dtype {value.dtype.name}" + _at(user_location())
+                f"{value.name!r} of dtype {value.dtype.name}"
             )
         return value.read_value()
     if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, Variable)) for v in value):
@@ -593,7 +592,7 @@ def apply(op: OpDef, *args, **attrs):
         types = infer_types(op, in_types, frozen)
     except (ValueError, IndexError, TypeError) as e:
         raise InvalidArgumentError(
-            f"{op.name}: {e} [inputs: {_describe(in_types)}]" + _at(user_location())
+            f"{op.name}: {e} [inputs: {_describe(in_types)}]"
         ) from None
     tracer = next((t._tracer for t in ins if t._tracer is not None), None)
     if tracer is None and not ins and _state.local.tracers:
@@ -629,7 +628,7 @@ def _check_outputs(op, outs):
                 kind = _nan_inf(v)
                 raise InvalidArgumentError(
                     f"check_numerics: op {op.name} produced {kind} values "
-                    f"[output {t._type}]" + _at(user_location())
+                    f"[output {t._type}]"
                 )
 
 
