@@ -14,7 +14,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .ir import Graph, Node
+from passes import gradient_path, prune_unreachable
+
+from .ir import Const, Graph, Node, get_op
 from .ops import elementwise as E
 from .ops import reduction as R
 from .ops import shaping as S
@@ -22,24 +24,11 @@ from .tensor import Tensor, Tracer, _literal_ids
 
 
 def path_nodes(nodes: Iterable[Node], target_ids, source_ids) -> tuple[list, set]:
-    """Nodes on a path from a source to a target, in reverse (backward) order.
-
-    Everything else (unreachable nodes, and ops without a gradient) is pruned
-    here, so the backward graph never holds a node for a branch that cannot
-    carry gradient. Also returns the value ids that need a cotangent.
-    """
-    reach = set(source_ids)
-    forward = []
-    for n in nodes:
-        if n.op.differentiable and any(i in reach for i in n.inputs):
-            reach.update(n.outputs)
-            forward.append(n)
-    need = {t for t in target_ids if t in reach}
-    path = []
-    for n in reversed(forward):
-        if any(o in need for o in n.outputs):
-            path.append(n)
-            need.update(i for i in n.inputs if i in reach)
+    """Nodes on a path from a source to a target, in reverse (backward) order, and the
+    value ids that need a cotangent (``passes.gradient_path``: the slice stops at
+    ``stop_gradient``, at ops without a gradient and at non-float values, so the
+    backward graph never holds a node for a branch that cannot carry gradient)."""
+    path, need, _ = gradient_path(nodes, target_ids, source_ids)
     return path, need
 
 
@@ -195,7 +184,9 @@ def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
 
 def _trace_backward(nodes, targets, seeds, source_ids, values, canon):
     """Trace ``backward`` with placeholders; also says where each graph input comes from."""
-    tracer = Tracer("backward")
+    # Concrete values a VJP rule computes while tracing derive from Python literals and
+    # attributes, which the structure key holds: small ones can be graph constants.
+    tracer = Tracer("backward", const_captures=True)
     placeholders = {}
     feeds = {}
     origin = {}
@@ -245,27 +236,12 @@ def _trace_backward(nodes, targets, seeds, source_ids, values, canon):
     for vid, arr in tracer.captures.values():
         feeds[vid] = arr
         origin[vid] = ("capture", arr)
-    graph = _drop_dead(tracer.builder.build(outputs))
+    # a VJP rule computes the gradient of every input, also of those (constants,
+    # data) no source needs: drop those nodes, and inputs nothing reads
+    graph = prune_unreachable(tracer.builder.build(outputs), drop_inputs=True).graph
     origins = [origin.get(v) for v in graph.inputs]
     feeds = {v: feeds[v] for v in graph.inputs}
     return graph, feeds, tuple(computed), consts, origins
-
-
-def _drop_dead(g: Graph) -> Graph:
-    """Drop nodes no output needs and inputs nothing reads: a VJP rule computes the
-    gradient of every input, also of those (constants, data) that no source needs."""
-    live = set(g.outputs)
-    keep = []
-    for n in reversed(g.nodes):
-        if n.op.effect or any(o in live for o in n.outputs):
-            keep.append(n)
-            live.update(n.inputs)
-    keep.reverse()
-    used = [(v, t, nm) for v, t, nm in zip(g.inputs, g.input_types, g.input_names) if v in live]
-    return Graph(
-        tuple(v for v, _, _ in used), tuple(t for _, t, _ in used), tuple(keep), g.outputs,
-        g.name, tuple(nm for _, _, nm in used),
-    )
 
 
 def forward_graph(nodes, values, outputs) -> tuple[Graph, dict]:
@@ -286,6 +262,10 @@ def forward_graph(nodes, values, outputs) -> tuple[Graph, dict]:
         for i in n.inputs:
             if i not in defined:
                 defined.add(i)
+                if i in _literal_ids:  # a Python literal is part of the program
+                    kept.append(Node(get_op("const"), (), (i,),
+                                     (("value", Const(values[i]._value)),), (values[i]._type,)))
+                    continue
                 inputs.append(i)
                 types.append(values[i]._type)
                 feeds[i] = values[i]._value

@@ -87,7 +87,20 @@ class Type:
 # ---------------------------------------------------------------------------
 # Op records
 
-KINDS = ("elementwise", "reduction", "contraction", "shape", "other")
+KINDS = ("elementwise", "reduction", "contraction", "shape", "other", "fused")
+
+# Every op declared with ``jittape.ops.defop`` is listed here by name, so that passes
+# can build nodes (``get_op("broadcast_to")``) without importing the registry.
+OP_TABLE: dict = {}
+
+
+def get_op(name: str) -> "OpDef":
+    """The declared op called ``name`` (the registry must have been imported)."""
+    try:
+        return OP_TABLE[name]
+    except KeyError:
+        raise KeyError(f"no op named {name!r} (is jittape.ops imported?)") from None
+
 
 
 class _NoGradient:
@@ -254,6 +267,9 @@ class Graph:
     outputs: tuple  # value ids
     name: str = "graph"
     input_names: tuple = ()
+    # A buffer plan (``passes.buffers.BufferPlan``) once one has been made; rebuilding
+    # the graph drops it. Not part of the graph's identity.
+    buffers: Any = field(default=None, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "inputs", tuple(self.inputs))
@@ -296,12 +312,15 @@ class Graph:
         for n in self.nodes:
             for o in n.outputs:
                 ren.setdefault(o, len(ren))
+            attrs = n.attrs
+            if any(isinstance(v, Graph) for _, v in attrs):
+                attrs = tuple((k, v.canonical() if isinstance(v, Graph) else v) for k, v in attrs)
             nodes.append(
                 Node(
                     n.op,
                     tuple(ren[i] for i in n.inputs),
                     tuple(ren[o] for o in n.outputs),
-                    n.attrs,
+                    attrs,
                     n.types,
                 )
             )
@@ -428,8 +447,9 @@ def print_graph(g: Graph, show_loc: bool = False) -> str:
         outs = ", ".join(f"%{o}" for o in n.outputs)
         ins = ", ".join(f"%{i}" for i in n.inputs)
         attrs = ""
-        if n.attrs:
-            attrs = " {" + ", ".join(f"{k}={_fmt_attr(v)}" for k, v in n.attrs) + "}"
+        shown = [(k, v) for k, v in n.attrs if not isinstance(v, Graph)]
+        if shown:
+            attrs = " {" + ", ".join(f"{k}={_fmt_attr(v)}" for k, v in shown) + "}"
         lhs = f"  {outs} = {n.op.name}{' ' + ins if ins else ''}{attrs}"
         tys = ", ".join(str(t) for t in n.types)
         line = f"{lhs:<36} : {tys}"
@@ -437,8 +457,8 @@ def print_graph(g: Graph, show_loc: bool = False) -> str:
             line += f"    # {n.loc}"
         lines.append(line)
         sub = [v for _, v in n.attrs if isinstance(v, Graph)]
-        for s in sub:
-            lines.extend("    " + ln for ln in print_graph(s).splitlines())
+        for s in sub:  # a fused kernel's body, indented under its node
+            lines.extend("    | " + ln for ln in print_graph(s, show_loc).splitlines())
     lines.append("  return " + ", ".join(f"%{o}" for o in g.outputs))
     lines.append("}")
     return "\n".join(lines)

@@ -527,8 +527,11 @@ class Tracer:
     so the graph's structure does not depend on their values.
     """
 
-    def __init__(self, name="trace"):
+    def __init__(self, name="trace", const_captures: bool = False):
         self.builder = GraphBuilder(name, new_id=_state.new_id)
+        # small captures become ``const`` nodes (the passes can then fold them); only
+        # right when their values are fixed by what keys the graph (see autodiff)
+        self.const_captures = const_captures
         self.captures: dict = {}  # concrete tensor id -> (input id, ndarray)
         self.literals: dict = {}  # Python-literal tensor id -> const node value id
 
@@ -539,7 +542,8 @@ class Tracer:
     def capture(self, t: Tensor) -> int:
         """The graph value for a concrete tensor: a ``const`` node for a Python literal
         (part of the program's structure), else an input fed with its array."""
-        if t._id in _literal_ids:
+        small = self.const_captures and t._type.size is not None and t._type.size <= 16
+        if small or t._id in _literal_ids:
             vid = self.literals.get(t._id)
             if vid is None:
                 from .ir import Const

@@ -1,22 +1,88 @@
 """The graph optimizer: pure IR -> IR passes over ``jittape.ir`` graphs.
 
-It depends only on ``jittape.ir``. The passes themselves (pruning, CSE, folding,
-simplification, fusion, buffer reuse) are the next piece of work; this package
-holds the pipeline entry point so that backends have one place to call.
+It depends only on ``jittape.ir``, so every pass can be tested on a hand-built graph.
+A pass is a function ``Graph -> PassResult`` (``.graph``, ``.report``);
+:func:`run_pipeline` runs a list of them and collects their reports, verifying the
+graph after each pass when asked (and always when ``JITTAPE_VERIFY=1``).
+
+``default_pipeline()`` is what the compiling backends run::
+
+    prune_unreachable, fold_constants, simplify, cse,   (twice: each exposes work
+    prune_unreachable, fold_constants, simplify, cse,    for the others)
+    prune_unreachable, fuse, plan_buffers
+
+``prune_stop_gradient`` and :func:`gradient_path` slice a recorded trace down to
+what can carry gradient; autodiff builds backward graphs from that slice.
 """
 
-from jittape.ir import Graph, verify  # noqa: F401
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from jittape.ir import Graph, GraphError  # noqa: F401
+
+from .buffers import BufferPlan, check_plan, plan_buffers  # noqa: F401
+from .core import PassReport, PassResult, Rewriter, configured, graph_pass  # noqa: F401
+from .cse import cse
+from .fold import fold_constants
+from .fusion import FUSED, fuse, is_fused, kernels, run_body  # noqa: F401
+from .prune import gradient_path, prune_stop_gradient, prune_unreachable  # noqa: F401
+from .simplify import simplify
+from .verify import verify
+
+CLEANUP = (prune_unreachable, fold_constants, simplify, cse)
 
 
-def default_pipeline():
-    """The passes the compilers run, in order. Empty until the passes land."""
-    return ()
+def cleanup_pipeline() -> tuple:
+    """Passes that shrink a graph without fusing it (what ``interpret`` runs)."""
+    return CLEANUP + CLEANUP + (prune_unreachable,)
 
 
-def run_pipeline(graph: Graph, pipeline=None, check: bool = False) -> Graph:
-    """Run each pass of ``pipeline`` over ``graph`` (verifying after each when ``check``)."""
-    for p in pipeline if pipeline is not None else default_pipeline():
-        graph = p(graph).graph
+def default_pipeline(matmul_epilogue: bool = True) -> tuple:
+    """The passes the compiling backends run, in order."""
+    return cleanup_pipeline() + (
+        configured(fuse, matmul_epilogue=matmul_epilogue), plan_buffers,
+    )
+
+
+@dataclass
+class PipelineResult:
+    graph: Graph
+    reports: list = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(str(r) for r in self.reports)
+
+
+def _effects(g: Graph) -> list:
+    return [(n.op.name, n.attrs) for n in g.nodes if n.op.effect]
+
+
+def verify_enabled() -> bool:
+    return os.environ.get("JITTAPE_VERIFY", "") not in ("", "0")
+
+
+def run_pipeline(graph: Graph, pipeline=None, check: bool | None = None) -> PipelineResult:
+    """Run each pass of ``pipeline`` (default: :func:`default_pipeline`) over ``graph``.
+
+    With ``check`` (default: ``JITTAPE_VERIFY=1``) the graph is verified after every
+    pass, and a pass that drops or reorders a side effect is an error.
+    """
+    if check is None:
+        check = verify_enabled()
+    passes = default_pipeline() if pipeline is None else pipeline
+    result = PipelineResult(graph)
+    effects = _effects(graph) if check else None
+    for p in passes:
+        out = p(result.graph)
+        result.graph = out.graph
+        result.reports.append(out.report)
         if check:
-            verify(graph)
-    return graph
+            try:
+                verify(out.graph)
+            except GraphError as e:
+                raise GraphError(f"after pass {out.report.name}: {e}") from None
+            if _effects(out.graph) != effects:
+                raise GraphError(f"pass {out.report.name} dropped or reordered a side effect")
+    return result

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import OpDef, Type
+from ..ir import OP_TABLE, OpDef, Type
 from ..tensor import apply
 
-REGISTRY: dict[str, OpDef] = {}
+REGISTRY: dict[str, OpDef] = OP_TABLE  # the IR's table: passes look ops up by name
 
 
 def defop(

@@ -1,0 +1,108 @@
+"""Constant folding, and the constant lookups the other passes share."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jittape.ir import Const, Graph, Node, get_op
+
+from .core import Rewriter, graph_pass
+
+# A folded result larger than this (and larger than its inputs) stays a computation:
+# baking a broadcast of a scalar into an 8M-element constant would cost memory and
+# bandwidth on every call.
+FOLD_LIMIT = 4096
+
+
+def constant_array(node: Node | None):
+    """The value of a ``const`` or small ``fill`` node as an array, else None."""
+    if node is None:
+        return None
+    if node.op.name == "const":
+        return node.attr_dict["value"].array
+    if node.op.name == "fill":
+        a = node.attr_dict
+        return np.broadcast_to(np.asarray(a["value"], dtype=a["dtype"]), a["shape"])
+    return None
+
+
+def uniform_value(v: int, producers: dict):
+    """The one value every element of ``v`` has, when that is known at trace time
+    (a constant, a ``fill``, or a broadcast, reshape or cast of one); else None."""
+    for _ in range(16):
+        n = producers.get(v)
+        if n is None:
+            return None
+        name = n.op.name
+        if name == "fill":
+            return n.attr_dict["value"]
+        if name == "const":
+            a = n.attr_dict["value"].array
+            if a.size == 0 or a.size > FOLD_LIMIT:
+                return None
+            first = a.flat[0]
+            if np.isnan(first) if a.dtype.kind == "f" else False:
+                return None
+            return first.item() if np.all(a == first) else None
+        if name in ("broadcast_to", "reshape", "identity", "stop_gradient"):
+            v = n.inputs[0]
+            continue
+        return None
+    return None
+
+
+def const_node(array, loc=None) -> tuple:
+    """(op, attrs) for a ``const`` node holding ``array``."""
+    return get_op("const"), {"value": Const(array)}
+
+
+@graph_pass("fold_constants")
+def fold_constants(graph: Graph, report, limit: int = FOLD_LIMIT) -> Graph:
+    """Evaluate at trace time every pure node whose inputs are all constants, when the
+    result is small (at most ``limit`` elements, or no larger than its inputs), and
+    turn small ``fill`` nodes into constants. Shapes and sizes are already constants
+    when traced (``jt.shape`` of a static shape is a ``const``)."""
+    rw = Rewriter(graph)
+    values: dict = {}  # value id -> array, for constants in the new graph
+    for n in graph.nodes:
+        node = rw.keep(n)
+        if node.op.name == "const":
+            values[node.output] = node.attr_dict["value"].array
+            continue
+        if node.op.name == "fill" and node.type.size is not None and node.type.size <= limit:
+            arr = np.array(constant_array(node))
+            _replace_by_const(rw, node, (arr,), report)
+            values[rw.resolve(node.output)] = arr
+            continue
+        if (
+            not node.inputs or not node.op.pure or node.op.effect or node.op.forward is None
+            or node.op.kind == "fused" or any(i not in values for i in node.inputs)
+        ):
+            continue
+        # no growth past the inputs (a broadcast of a scalar stays a cheap broadcast)
+        grow = max(16, max(values[i].size for i in node.inputs))
+        if any(t.size is None or t.size > min(limit, grow) for t in node.types):
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                res = node.op.forward(*[values[i] for i in node.inputs], **node.attr_dict)
+        except Exception:  # leave it to run time, where the error can name the user's line
+            continue
+        res = res if len(node.outputs) > 1 else (res,)
+        arrs = tuple(np.asarray(r).astype(t.dtype, copy=False) for r, t in zip(res, node.types))
+        if any(a.shape != t.shape for a, t in zip(arrs, node.types)):
+            continue
+        _replace_by_const(rw, node, arrs, report)
+        for o, a in zip(node.outputs, arrs):
+            values[rw.resolve(o)] = a
+    return rw.finish()
+
+
+def _replace_by_const(rw: Rewriter, node: Node, arrays, report) -> None:
+    rw.nodes.pop()  # the node just kept
+    for o, a in zip(node.outputs, arrays):
+        op, attrs = const_node(a)
+        (c,) = rw.emit(op, (), attrs, loc=node.loc)
+        rw.replace(o, c)
+    report.folded += 1
+    report.note(f"folded {node.op.name} -> %{node.outputs[0]}")
