@@ -1,0 +1,155 @@
+"""``jt.random``: random tensors drawn from numpy Generators, seeded as in TF 2.x.
+
+TF's seeding has two levels, and so does this module:
+
+- ``set_seed(s)`` sets the global seed and restarts every random sequence, so the
+  same program after the same ``set_seed`` draws the same numbers.
+- an op's ``seed=`` argument picks its own sequence: for a given global seed, calls
+  with ``seed=k`` draw the same succession of values (the first call after
+  ``set_seed`` always gives the same tensor; a second call gives different values,
+  as a TF eager op does). With an op seed but no global seed, a fixed default
+  global seed is used, as TF does.
+- with neither, numbers come from an unseeded generator (different each run).
+
+All functions return eager ``jt.Tensor`` values; no gradient flows into a random
+draw (there is nothing to differentiate).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .dtypes import as_dtype
+from .tensor import Tensor, TensorShape, Variable, convert_to_tensor
+
+__all__ = [
+    "set_seed", "get_seed", "uniform", "normal", "truncated_normal", "generator",
+]
+
+_DEFAULT_GLOBAL_SEED = 87654321  # TF's DEFAULT_GRAPH_SEED, used when only an op seed is given
+
+
+class _SeedState:
+    def __init__(self):
+        self.global_seed = None
+        self.rng = np.random.default_rng()
+        self.op_rngs: dict = {}
+
+
+_state = _SeedState()
+
+
+def set_seed(seed):
+    """Set the global random seed (``tf.random.set_seed``).
+
+    Every draw after this call (by ``jt.random``, initializers and ``Dropout``) is
+    reproducible: calling ``set_seed`` with the same value again replays them.
+    ``set_seed(None)`` goes back to unseeded draws.
+    """
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"set_seed: the seed must be an int or None, got {seed!r}")
+        seed = int(seed)
+        if seed < 0:
+            raise ValueError(f"set_seed: the seed must be non-negative, got {seed}")
+    _state.global_seed = seed
+    _state.rng = np.random.default_rng(seed)
+    _state.op_rngs = {}
+
+
+def get_seed():
+    """The global seed last set by ``set_seed`` (``None`` when unseeded)."""
+    return _state.global_seed
+
+
+def generator(seed=None) -> np.random.Generator:
+    """The numpy Generator a draw with op seed ``seed`` uses (see the module docstring).
+
+    Layers and initializers draw through this, so ``set_seed`` governs them too.
+    """
+    if seed is None:
+        return _state.rng
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"the op seed must be an int or None, got {seed!r}")
+    g = _state.op_rngs.get(int(seed))
+    if g is None:
+        gs = _DEFAULT_GLOBAL_SEED if _state.global_seed is None else _state.global_seed
+        g = _state.op_rngs[int(seed)] = np.random.default_rng([gs, int(seed)])
+    return g
+
+
+def _shape(shape, fn) -> tuple:
+    if isinstance(shape, (Tensor, Variable)):
+        shape = np.asarray(shape).tolist()
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise TypeError(f"{fn}: shape must be a list of ints, got {shape!r}") from None
+    if any(d < 0 for d in dims) or any(d is None for d in dims):
+        raise ValueError(f"{fn}: shape must be fully defined and non-negative, got {list(dims)}")
+    return TensorShape(dims)
+
+
+def _float_dtype(dtype, fn):
+    dt = as_dtype(dtype)
+    if not dt.is_floating:
+        raise TypeError(f"{fn}: dtype must be a float type, got {dt.name}")
+    return dt
+
+
+def _out(a: np.ndarray, dt) -> Tensor:
+    return convert_to_tensor(np.asarray(a).astype(dt._np, copy=False))
+
+
+def uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, name=None):
+    """Uniform values in ``[minval, maxval)`` (``tf.random.uniform``).
+
+    Float dtypes default to ``maxval=1``. Integer dtypes need an explicit ``maxval``.
+    """
+    dims = _shape(shape, "uniform")
+    dt = as_dtype(dtype)
+    g = generator(seed)
+    if dt.is_integer:
+        if maxval is None:
+            raise ValueError("uniform: an integer dtype needs an explicit maxval")
+        if not minval < maxval:
+            raise ValueError(f"uniform: need minval < maxval, got [{minval}, {maxval})")
+        return _out(g.integers(int(minval), int(maxval), size=dims), dt)
+    if not dt.is_floating:
+        raise TypeError(f"uniform: dtype must be a float or integer type, got {dt.name}")
+    lo = float(minval)
+    hi = 1.0 if maxval is None else float(maxval)
+    a = g.random(dims) * (hi - lo) + lo
+    return _out(a, dt)
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
+    """Normally distributed values (``tf.random.normal``)."""
+    dims = _shape(shape, "normal")
+    dt = _float_dtype(dtype, "normal")
+    a = generator(seed).standard_normal(dims) * float(stddev) + float(mean)
+    return _out(a, dt)
+
+
+def _truncated_standard_normal(g: np.random.Generator, dims) -> np.ndarray:
+    """Standard normal draws, redrawing every value more than 2 away from 0."""
+    a = g.standard_normal(dims)
+    bad = np.abs(a) > 2.0
+    while bad.any():
+        a[bad] = g.standard_normal(int(bad.sum()))
+        bad = np.abs(a) > 2.0
+    return a
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
+    """Normal values, with those more than 2 standard deviations from the mean redrawn
+    (``tf.random.truncated_normal``). The standard deviation of the result is about
+    0.88 * ``stddev``."""
+    dims = _shape(shape, "truncated_normal")
+    dt = _float_dtype(dtype, "truncated_normal")
+    a = _truncated_standard_normal(generator(seed), dims) * float(stddev) + float(mean)
+    return _out(a, dt)
