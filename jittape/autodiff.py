@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+import passes
 from passes import gradient_path, prune_unreachable
 
 from .ir import Const, Graph, Node, get_op
@@ -129,7 +130,7 @@ def _input_key(t):
     return t._type
 
 
-def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
+def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None) -> tuple:
     """The backward graph for a recorded trace, its feeds, and which sources it computes.
 
     ``targets``: target tensors; ``seeds``: one per target, ``None`` for ones or an
@@ -142,10 +143,14 @@ def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
     structure and shapes reuses the graph without tracing the VJP rules again.
     """
     key, canon = structure_key(nodes, targets, seeds, source_ids, values)
+    if pipeline is None:
+        pipeline = passes.cleanup_pipeline()
+    if key is not None:
+        key = (key, tuple(passes.pass_key(p) for p in pipeline))
     if key is None:
         plan_stats["uncacheable"] += 1
         graph, feeds, computed, consts, _ = _trace_backward(
-            nodes, targets, seeds, source_ids, values, {}
+            nodes, targets, seeds, source_ids, values, {}, pipeline
         )
         return graph, feeds, computed, consts
     with _PLANS_LOCK:
@@ -172,7 +177,7 @@ def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
         return graph, feeds, computed, {}
     plan_stats["misses"] += 1
     graph, feeds, computed, consts, origins = _trace_backward(
-        nodes, targets, seeds, source_ids, values, canon
+        nodes, targets, seeds, source_ids, values, canon, pipeline
     )
     if not consts and all(o is not None for o in origins):
         with _PLANS_LOCK:
@@ -182,7 +187,7 @@ def backward_graph(nodes, targets, seeds, source_ids, values) -> tuple:
     return graph, feeds, computed, consts
 
 
-def _trace_backward(nodes, targets, seeds, source_ids, values, canon):
+def _trace_backward(nodes, targets, seeds, source_ids, values, canon, pipeline=()):
     """Trace ``backward`` with placeholders; also says where each graph input comes from."""
     # Concrete values a VJP rule computes while tracing derive from Python literals and
     # attributes, which the structure key holds: small ones can be graph constants.
@@ -238,7 +243,10 @@ def _trace_backward(nodes, targets, seeds, source_ids, values, canon):
         origin[vid] = ("capture", arr)
     # a VJP rule computes the gradient of every input, also of those (constants,
     # data) no source needs: drop those nodes, and inputs nothing reads
-    graph = prune_unreachable(tracer.builder.build(outputs), drop_inputs=True).graph
+    graph = tracer.builder.build(outputs)
+    if pipeline:
+        graph = passes.run_pipeline(graph, pipeline).graph
+    graph = prune_unreachable(graph, drop_inputs=True).graph
     origins = [origin.get(v) for v in graph.inputs]
     feeds = {v: feeds[v] for v in graph.inputs}
     return graph, feeds, tuple(computed), consts, origins

@@ -14,7 +14,9 @@ import numpy as np
 from . import _state, backends, nest
 from .autodiff import backward, backward_graph
 from .errors import InvalidArgumentError
-from .ir import Node, Opaque, OpDef, freeze_attrs, verify
+from passes import verify
+
+from .ir import Node, Opaque, OpDef, freeze_attrs
 from .ops import elementwise as E
 from .ops import shaping as S
 from .ops.registry import defop

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from jittape.ir import Graph, GraphError  # noqa: F401
 
 from .buffers import BufferPlan, check_plan, plan_buffers  # noqa: F401
-from .core import PassReport, PassResult, Rewriter, configured, graph_pass  # noqa: F401
+from .core import (  # noqa: F401
+    PassReport, PassResult, Rewriter, configured, graph_pass, pass_key,
+)
 from .cse import cse
 from .fold import fold_constants
 from .fusion import FUSED, fuse, is_fused, kernels, run_body  # noqa: F401

@@ -83,7 +83,13 @@ def configured(pass_fn: Callable, **options) -> Callable:
     """``pass_fn`` with options fixed, still named (for pipelines)."""
     run = functools.partial(pass_fn, **options)
     run.pass_name = getattr(pass_fn, "pass_name", getattr(pass_fn, "__name__", "pass"))
+    run.pass_key = (run.pass_name, tuple(sorted(options.items())))
     return run
+
+
+def pass_key(p) -> tuple:
+    """What identifies a pipeline entry (its name and fixed options), for cache keys."""
+    return getattr(p, "pass_key", (getattr(p, "pass_name", repr(p)), ()))
 
 
 def max_id(graph: Graph) -> int:

@@ -1,4 +1,10 @@
-"""The reference backend: run a graph node by node with the ops' numpy forwards."""
+"""The reference backend: run a graph node by node with the ops' numpy forwards.
+
+A graph that carries a buffer plan (``passes.plan_buffers``) runs *inside* the plan:
+every planned value is copied into its slot and read back from there, so a plan
+that lets a kernel overwrite a live value gives wrong results (the tests rely on
+that to check plans). Fused nodes run their body with the same numpy references.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +28,11 @@ def run(graph: Graph, feeds: dict) -> list:
         for i in n.inputs:
             last_use[i] = idx
     keep = set(graph.outputs)
+    plan = graph.buffers
+    slot_of, slots = {}, []
+    if plan is not None:
+        slot_of = plan.slot_of()
+        slots = [np.empty(size, dtype) for dtype, size in plan.slots]
     for idx, n in enumerate(graph.nodes):
         if n.op.forward is None:
             raise NotImplementedError(f"op {n.op.name} cannot be interpreted (no numpy reference)")
@@ -31,6 +42,11 @@ def run(graph: Graph, feeds: dict) -> list:
             r = np.asarray(r)
             if dtype_name(r.dtype) != t.dtype:
                 r = r.astype(t.dtype)
+            s = slot_of.get(o)
+            if s is not None:
+                buf = slots[s].reshape(t.shape)
+                np.copyto(buf, r)
+                r = buf
             env[o] = r
         for i in n.inputs:
             if last_use.get(i) == idx and i not in keep:
