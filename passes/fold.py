@@ -12,6 +12,8 @@ from .core import Rewriter, graph_pass
 # baking a broadcast of a scalar into an 8M-element constant would cost memory and
 # bandwidth on every call.
 FOLD_LIMIT = 4096
+# A fill stays a fill (a literal inside a kernel) unless it is this small.
+LEAF_SIZE = 16
 
 
 def constant_array(node: Node | None):
@@ -60,7 +62,8 @@ def const_node(array, loc=None) -> tuple:
 def fold_constants(graph: Graph, report, limit: int = FOLD_LIMIT) -> Graph:
     """Evaluate at trace time every pure node whose inputs are all constants, when the
     result is small (at most ``limit`` elements, or no larger than its inputs), and
-    turn small ``fill`` nodes into constants. Shapes and sizes are already constants
+    turn tiny ``fill`` nodes into constants (a larger fill is cheaper as it is: a
+    literal inside the kernel that reads it). Shapes and sizes are already constants
     when traced (``jt.shape`` of a static shape is a ``const``)."""
     rw = Rewriter(graph)
     values: dict = {}  # value id -> array, for constants in the new graph
@@ -69,7 +72,7 @@ def fold_constants(graph: Graph, report, limit: int = FOLD_LIMIT) -> Graph:
         if node.op.name == "const":
             values[node.output] = node.attr_dict["value"].array
             continue
-        if node.op.name == "fill" and node.type.size is not None and node.type.size <= limit:
+        if node.op.name == "fill" and node.type.size is not None and node.type.size <= LEAF_SIZE:
             arr = np.array(constant_array(node))
             _replace_by_const(rw, node, (arr,), report)
             values[rw.resolve(node.output)] = arr
@@ -80,7 +83,7 @@ def fold_constants(graph: Graph, report, limit: int = FOLD_LIMIT) -> Graph:
         ):
             continue
         # no growth past the inputs (a broadcast of a scalar stays a cheap broadcast)
-        grow = max(16, max(values[i].size for i in node.inputs))
+        grow = max(LEAF_SIZE, max(values[i].size for i in node.inputs))
         if any(t.size is None or t.size > min(limit, grow) for t in node.types):
             continue
         try:

@@ -102,6 +102,30 @@ class _Simplifier:
                 return v
         if name in _PASS_THROUGH:
             return ins[0]
+        if name in ("broadcast_to", "reshape") and self.t(ins[0]).size == 1:
+            u = self.uniform(ins[0])  # a scalar constant spread out: a fill
+            if u is not None:
+                return self.fill(out, u, loc)
+        if n.op.kind == "elementwise" and ins and n.op.forward is not None:
+            us = [self.uniform(i) for i in ins]  # every input one known value: a fill
+            if all(u is not None for u in us):
+                args = [np.asarray(u, dtype=self.t(i).dtype) for u, i in zip(us, ins)]
+                with np.errstate(all="ignore"):
+                    r = np.asarray(n.op.forward(*args, **n.attr_dict))
+                return self.fill(out, r.astype(out.dtype).item(), loc)
+        if name == "reshape":  # reduce(keepdims=False) then reshape back: keepdims=True
+            r = self.prod.get(ins[0])
+            if r is not None and r.op.kind == "reduction" and not r.attr_dict.get("keepdims", 1):
+                a = r.attr_dict
+                x = self.t(r.inputs[0])
+                kept = tuple(1 if k in a["axis"] else d for k, d in enumerate(x.shape))
+                if kept == out.shape:
+                    return self.emit(r.op.name, r.inputs, dict(a, keepdims=True), loc)
+        if n.op.kind == "elementwise" and len(ins) == 1 and n.op.scalar is not None:
+            b = self.producer(ins[0], "broadcast_to")  # op(broadcast(x)) = broadcast(op(x))
+            if b is not None and self.t(b.inputs[0]).size < out.size:
+                y = self.emit(name, (b.inputs[0],), n.attr_dict, loc)
+                return self.as_type(y, out, loc)
         if name == "add":
             for a, b in ((0, 1), (1, 0)):
                 if self.uniform(ins[b]) == 0:
@@ -193,7 +217,9 @@ class _Simplifier:
             x = ins[0]
             axes = n.attr_dict["axis"]
             if all(self.t(x).shape[a] == 1 for a in axes):
-                return self.as_type(x, out, loc)
+                if self.t(x).shape == out.shape:
+                    return x
+                return self.emit("reshape", (x,), {"shape": out.shape}, loc)
         return None
 
 
