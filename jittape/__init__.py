@@ -29,6 +29,8 @@ from .tape import GradientTape, UnconnectedGradients, custom_gradient  # noqa: F
 from .backends import get_backend, set_backend  # noqa: F401
 from . import debugging  # noqa: F401
 from . import math  # noqa: F401
+from . import random, initializers, layers, optimizers, losses  # noqa: F401
+from .layers import Sequential  # noqa: F401
 
 
 def constant(value, dtype=None, shape=None, name=None):  # noqa: F811 (TF's argument name)
