@@ -438,10 +438,15 @@ class _Fuser:
             fused = grp.kind in ("loop", "reduction") or (
                 grp.kind == "contraction" and len(grp.members) > 1
             )
+            if all(m[1].op.name in VIEW_OPS for m in grp.members):
+                fused = False  # only views (a broadcast, an identity): no kernel to run
             if not fused:
                 nodes = [m[1] for m in grp.members]
             else:
-                nodes = [self._fused_node(grp, member_of, readers)]
+                k = self._fused_node(grp, member_of, readers)
+                if k is None:  # nothing reads the group: dead code
+                    continue
+                nodes = [k]
             reads = {i for nd in nodes for i in nd.inputs}
             leaf_users |= reads
             units.append((grp.members[0][0], nodes, reads))
@@ -458,6 +463,8 @@ class _Fuser:
             o for m in grp.members for o in m[1].outputs
             if (readers.get(o, set()) - {grp.gid})
         ]
+        if not outputs:
+            return None
         # drop members nothing needs (their value was recomputed where it is read)
         live = set(outputs)
         body_nodes = []
