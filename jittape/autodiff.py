@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 import passes
-from passes import gradient_path, prune_unreachable
+from passes.prune import gradient_path, prune_unreachable
 
 from .ir import Const, Graph, Node, get_op
 from .ops import elementwise as E

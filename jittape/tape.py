@@ -14,7 +14,7 @@ import numpy as np
 from . import _state, backends, nest
 from .autodiff import backward, backward_graph
 from .errors import InvalidArgumentError
-from passes import verify
+from passes.verify import verify
 
 from .ir import Node, Opaque, OpDef, freeze_attrs
 from .ops import elementwise as E

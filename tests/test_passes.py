@@ -732,3 +732,14 @@ def test_report_names_no_gradient_ops():
     res = passes.prune_stop_gradient(g.build(out), sources=(w,))
     assert any("no gradient" in d for d in res.report.details)
     assert NO_GRADIENT is get_op("argmax").vjp
+
+
+@pytest.mark.parametrize("first", ["passes", "passes.fusion", "jittape.ir"])
+def test_passes_can_be_imported_first(first):
+    import subprocess
+    import sys
+
+    code = f"import {first}; import jittape as jt; print(jt.constant(1.0).numpy())"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=__file__.rsplit("/tests/", 1)[0])
+    assert r.returncode == 0, r.stderr
