@@ -105,6 +105,8 @@ def plan_buffers(graph: Graph, report, inplace: bool = True) -> Graph:
                 if (
                     i in cand and i not in taken and root[i] == i and i in assign
                     and last.get(i) == idx and types[i] == t
+                    # no other input views the same storage (a transpose of it, say)
+                    and all(root.get(j) != i or j == i for j in n.inputs)
                 ):
                     slot = assign[i]
                     taken.add(i)
@@ -153,6 +155,7 @@ def check_plan(graph: Graph, plan: BufferPlan) -> None:
                 end = last.get(prev, -1)
                 ok = end < idx or (
                     end == idx and (o, prev) in inplace and prev in _pointwise_inputs(n)
+                    and all(root.get(j) != prev or j == prev for j in n.inputs)
                 )
                 if not ok:
                     raise GraphError(

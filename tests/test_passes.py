@@ -743,3 +743,23 @@ def test_passes_can_be_imported_first(first):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=__file__.rsplit("/tests/", 1)[0])
     assert r.returncode == 0, r.stderr
+
+
+def test_plan_buffers_does_not_write_in_place_over_a_buffer_another_input_views():
+    g = G()
+    x = g.input((4, 4))
+    a = g("exp", x)
+    t = g("transpose", a, perm=(1, 0))
+    out = g("add", a, t)  # a dies here, but the transpose of it is read here too
+    graph = g.build(g("sin", out))
+    res = run(passes.plan_buffers, graph)
+    assert res.graph.buffers.inplace == ()
+    # and the verifier refuses such a plan
+    import dataclasses
+
+    a_id = graph.nodes[0].outputs[0]
+    out_id = graph.nodes[2].outputs[0]
+    bad = BufferPlan(slots=(("float64", 16),), assign=((a_id, 0), (out_id, 0)),
+                     inplace=((out_id, a_id),))
+    with pytest.raises(GraphError, match="still live"):
+        passes.verify(dataclasses.replace(graph, buffers=bad))
