@@ -3,6 +3,8 @@
 import importlib.util
 import pathlib
 
+import numpy as np
+
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -18,3 +20,49 @@ def test_tape_basics_trains(capsys):
     assert last < 0.5 * first
     out = capsys.readouterr().out
     assert "d(x^3)/dx at 3 = 27.0, d2 = 18.0" in out
+
+
+def test_custom_training_loop_fits(capsys):
+    res = _load("custom_training_loop").main(steps=150)
+    assert res["iterations"] == 150
+    assert res["final_loss"] < 0.2 * res["initial_loss"]
+    out = capsys.readouterr().out
+    assert "Total params: 2,433" in out and "grad norm" in out
+
+
+def test_higher_order_hvp_matches_finite_differences():
+    res = _load("higher_order").main(steps=30, verbose=False)
+    assert res["derivatives"] == (12.0, 12.0, 6.0)  # x^3 at 2: 3x^2, 6x, 6
+    # central differences of the gradient with eps 1e-5: O(eps^2) truncation error
+    assert res["hvp_error"] < 1e-6 * max(1.0, res["hvp_scale"])
+    assert res["product_error"] < 1e-10 and res["asymmetry"] < 1e-10
+    assert abs(res["power_eigenvalue"] - res["top_eigenvalue"]) < 1e-3 * abs(
+        res["top_eigenvalue"])
+
+
+def test_gradient_penalty_gradient_and_training():
+    res = _load("gradient_penalty").main(steps=100, verbose=False)
+    analytic, numeric = res["fd_check"]
+    assert abs(analytic - numeric) <= 1e-6 * max(1.0, abs(numeric))
+    w = [h[0] for h in res["history"]]
+    gp = [h[1] for h in res["history"]]
+    # the critic learns to tell the ring from the generator's points
+    assert np.mean(w[-10:]) > np.mean(w[:10]) + 0.1
+    assert all(np.isfinite(gp)) and max(gp[-10:]) < 1.0
+
+
+def test_maml_second_order_meta_gradient():
+    res = _load("maml").main(steps=100, verbose=False)
+    second, numeric, first = res["fd_check"]
+    assert abs(second - numeric) <= 1e-6 * max(1.0, abs(numeric))
+    # dropping the second-order terms changes the meta-gradient
+    assert abs(first - second) > 1e-3 * abs(second)
+    assert res["after"] < 0.9 * res["before"]
+
+
+def test_target_network_learns_q_star_without_target_gradients():
+    res = _load("target_network").main(steps=300, verbose=False)
+    assert res["target_grads"] == [None, None, None, None]
+    assert res["error"] < 0.05 < res["first_error"]
+    assert res["policy"].tolist() == [1] * 6
+    assert np.mean(res["losses"][-10:]) < 0.01 * np.mean(res["losses"][:10])
