@@ -33,17 +33,20 @@ from .prune import gradient_path, prune_stop_gradient, prune_unreachable  # noqa
 from .simplify import simplify
 from .verify import verify
 
-CLEANUP = (prune_unreachable, fold_constants, simplify, cse)
+def cleanup_pipeline(assume_finite: bool = False) -> tuple:
+    """Passes that shrink a graph without fusing it (what ``interpret`` runs).
+
+    ``assume_finite`` lets ``simplify`` use the rules that are exact only for finite
+    values inside their ops' domains (``x*0 -> 0`` for floats, ``exp(log x) -> x``).
+    """
+    simp = configured(simplify, assume_finite=True) if assume_finite else simplify
+    once = (prune_unreachable, fold_constants, simp, cse)
+    return once + once + (prune_unreachable,)
 
 
-def cleanup_pipeline() -> tuple:
-    """Passes that shrink a graph without fusing it (what ``interpret`` runs)."""
-    return CLEANUP + CLEANUP + (prune_unreachable,)
-
-
-def default_pipeline(matmul_epilogue: bool = True) -> tuple:
+def default_pipeline(matmul_epilogue: bool = True, assume_finite: bool = False) -> tuple:
     """The passes the compiling backends run, in order."""
-    return cleanup_pipeline() + (
+    return cleanup_pipeline(assume_finite) + (
         configured(fuse, matmul_epilogue=matmul_epilogue), plan_buffers,
     )
 

@@ -1,8 +1,11 @@
 """Algebraic simplification: identities that make a graph smaller without changing
 what it computes.
 
-``x * 0 -> 0`` follows TensorFlow's grappler: it is applied whatever ``x`` holds, so a
-NaN or Inf in ``x`` does not reach the result through that product.
+Every rule keeps IEEE results (up to the sign of a zero), except three that are only
+exact when values are finite and inside their ops' domains, applied with
+``assume_finite=True`` (grappler's behaviour): ``x * 0 -> 0`` for floats (NaN or Inf
+times 0 is NaN; for integers it is always applied), ``exp(log(x)) -> x`` (NaN for
+``x < 0``) and ``x ** 0.5 -> sqrt(x)`` (they differ at ``-inf``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ _WIDER = {
 
 
 class _Simplifier:
-    def __init__(self, graph: Graph, report):
+    def __init__(self, graph: Graph, report, assume_finite: bool = False):
+        self.assume_finite = assume_finite
         self.rw = Rewriter(graph)
         self.prod: dict = {}  # value id in the new graph -> its node
         self.report = report
@@ -148,7 +152,7 @@ class _Simplifier:
                 u = self.uniform(ins[b])
                 if u == 1:
                     return self.as_type(ins[a], out, loc)
-                if u == 0 and u is not False:
+                if u == 0 and u is not False and (self.assume_finite or not out.is_float):
                     return self.fill(out, 0, loc)
             if ins[0] == ins[1]:
                 return self.emit("square", (ins[0],), loc=loc)
@@ -162,7 +166,7 @@ class _Simplifier:
             inner = self.producer(ins[0], "logical_not")
             if inner is not None:
                 return inner.inputs[0]
-        if name == "exp":
+        if name == "exp" and self.assume_finite:  # log of a negative is NaN, not x
             inner = self.producer(ins[0], "log")
             if inner is not None:
                 return inner.inputs[0]
@@ -174,7 +178,7 @@ class _Simplifier:
                     return x
                 if e == 2:
                     return self.emit("square", (x,), loc=loc)
-                if e == 0.5:
+                if e == 0.5 and self.assume_finite:  # pow(-inf, 0.5) = inf, sqrt: NaN
                     return self.emit("sqrt", (x,), loc=loc)
                 if e == -1:
                     return self.emit("reciprocal", (x,), loc=loc)
@@ -224,14 +228,14 @@ class _Simplifier:
 
 
 @graph_pass("simplify")
-def simplify(graph: Graph, report) -> Graph:
+def simplify(graph: Graph, report, assume_finite: bool = False) -> Graph:
     """Rewrite algebraic identities: ``x*1``, ``x+0``, ``x-0``, ``x/1``, ``x*0`` (to a
-    fill), ``0-x``, ``x+(-y)``, ``x*x`` (to ``square``), ``--x``, ``exp(log(x))``,
+    fill: integers always, floats with ``assume_finite``), ``0-x``, ``x+(-y)``, ``x*x`` (to ``square``), ``--x``, ``exp(log(x))``,
     ``x**1``/``x**2``/``x**0.5``/``x**-1``, ``where(c, x, x)`` and constant
     conditions, casts to the same dtype and widening round trips, identity and
     ``stop_gradient`` (a no-op once traced), repeated or no-op reshapes and broadcasts,
     transposes of transposes, and reductions over size-1 axes."""
-    s = _Simplifier(graph, report)
+    s = _Simplifier(graph, report, assume_finite)
     for n in graph.nodes:
         node = s.rw.keep(n)
         if len(node.outputs) != 1 or not node.op.pure or node.op.effect:

@@ -230,17 +230,20 @@ SIMPLIFY_CASES = {
     "x-0": (lambda g: g("subtract", _x(g), g.const(0.0)), []),
     "x/1": (lambda g: g("divide", _x(g), g.const(1.0)), []),
     "x+0 broadcast": (lambda g: g("add", _x(g, (3,)), g.fill((2, 3), 0.0)), ["broadcast_to"]),
-    "x*0": (lambda g: g("multiply", _x(g), g.const(0.0)), ["fill"]),
+    "x*0 int": (lambda g: g("multiply", g.input((3,), "int32"), g.const(0, "int32")),
+                ["fill"]),
+    "x*0 float keeps NaN": (lambda g: g("multiply", _x(g), g.const(0.0)), ["const",
+                                                                          "multiply"]),
     "0-x": (lambda g: g("subtract", g.const(0.0), _x(g)), ["negative"]),
     "x+(-y)": (lambda g: g("add", _x(g), g("negative", _x(g))), ["subtract"]),
     "x-(-y)": (lambda g: g("subtract", _x(g), g("negative", _x(g))), ["add"]),
     "x*x": (lambda g: (lambda x: g("multiply", x, x))(_x(g)), ["square"]),
     "--x": (lambda g: g("negative", g("negative", _x(g))), []),
     "not not b": (lambda g: g("logical_not", g("logical_not", g.input((3,), "bool"))), []),
-    "exp(log(x))": (lambda g: g("exp", g("log", _x(g))), []),
+    "exp(log(x)) keeps NaN": (lambda g: g("exp", g("log", _x(g))), ["log", "exp"]),
     "x**1": (lambda g: g("pow", _x(g), g.const(1.0)), []),
     "x**2": (lambda g: g("pow", _x(g), g.const(2.0)), ["square"]),
-    "x**0.5": (lambda g: g("pow", _x(g), g.const(0.5)), ["sqrt"]),
+    "x**0.5 stays": (lambda g: g("pow", _x(g), g.const(0.5)), ["const", "pow"]),
     "x**-1": (lambda g: g("pow", _x(g), g.const(-1.0)), ["reciprocal"]),
     "where(c,x,x)": (lambda g: (lambda x: g("where", g("greater", x, g.const(1.0)), x, x))(
         _x(g)), []),
@@ -279,6 +282,29 @@ def test_simplify_rule(case):
     graph = g.build(out)
     after = cleaned(passes.simplify, graph)
     assert ops(after) == left, str(after)
+
+
+def test_simplify_x_times_zero_for_floats_only_when_assuming_finite():
+    g = G()
+    x = _x(g)
+    graph = g.build(g("multiply", x, g.const(0.0)))
+    res = passes.simplify(graph, assume_finite=True)
+    after = passes.prune_unreachable(res.graph).graph
+    assert ops(after) == ["fill"]
+    f = {x: np.array([1.0, np.inf, np.nan])}
+    assert np.isnan(interpret.run(graph, f)[0][1:]).all()  # IEEE: inf*0, nan*0 are NaN
+    assert (interpret.run(after, f)[0] == 0).all()
+
+
+@pytest.mark.parametrize("build,left", [
+    (lambda g: g("exp", g("log", _x(g))), []),
+    (lambda g: g("pow", _x(g), g.const(0.5)), ["sqrt"]),
+])
+def test_simplify_domain_rules_with_assume_finite(build, left):
+    g = G()
+    graph = g.build(build(g))
+    res = run(passes.simplify, graph, assume_finite=True)
+    assert ops(passes.prune_unreachable(res.graph).graph) == left
 
 
 def test_simplify_keeps_float_semantics_where_it_must():
