@@ -230,11 +230,13 @@ class _Simplifier:
 @graph_pass("simplify")
 def simplify(graph: Graph, report, assume_finite: bool = False) -> Graph:
     """Rewrite algebraic identities: ``x*1``, ``x+0``, ``x-0``, ``x/1``, ``x*0`` (to a
-    fill: integers always, floats with ``assume_finite``), ``0-x``, ``x+(-y)``, ``x*x`` (to ``square``), ``--x``, ``exp(log(x))``,
-    ``x**1``/``x**2``/``x**0.5``/``x**-1``, ``where(c, x, x)`` and constant
-    conditions, casts to the same dtype and widening round trips, identity and
-    ``stop_gradient`` (a no-op once traced), repeated or no-op reshapes and broadcasts,
-    transposes of transposes, and reductions over size-1 axes."""
+    fill: integers always, floats with ``assume_finite``), ``0-x``, ``x+(-y)``, ``x*x``
+    (to ``square``), ``--x``, ``x**1``/``x**2``/``x**-1``, ``exp(log(x))`` and
+    ``x**0.5`` (with ``assume_finite``), ``where(c, x, x)`` and constant conditions,
+    casts to the same dtype and widening round trips, identity and ``stop_gradient``
+    (a no-op once traced), repeated or no-op reshapes and broadcasts, transposes of
+    transposes, reductions over size-1 axes, ops on uniform values (to a ``fill``),
+    and broadcasts an elementwise op does itself."""
     s = _Simplifier(graph, report, assume_finite)
     for n in graph.nodes:
         node = s.rw.keep(n)
