@@ -23,6 +23,7 @@ import re
 import numpy as np
 
 from . import initializers as _init
+from . import nest
 from . import ops as _ops
 from . import random as _random
 from .dtypes import as_dtype
@@ -104,6 +105,32 @@ def _snake(name: str) -> str:
 def _fmt_shape(shape) -> str:
     dims = ", ".join("None" if d is None else str(d) for d in shape)
     return f"({dims},)" if len(shape) == 1 else f"({dims})"
+
+
+def _is_shape(s) -> bool:
+    return isinstance(s, tuple) and all(d is None or isinstance(d, numbers.Integral) for d in s)
+
+
+def _batchless(shape):
+    """A shape (or structure of shapes) with the batch dimension replaced by None."""
+    if _is_shape(shape):
+        return (None,) + tuple(shape[1:]) if shape else ()
+    if isinstance(shape, (list, tuple)):
+        return type(shape)(_batchless(s) for s in shape)
+    if isinstance(shape, dict):
+        return {k: _batchless(v) for k, v in shape.items()}
+    return shape
+
+
+def _shape_structure(x):
+    """The shapes of a structure of inputs, in the same nesting (lists stay lists)."""
+    if isinstance(x, Tensor):
+        return tuple(x.shape)
+    if isinstance(x, (list, tuple)):
+        return [_shape_structure(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _shape_structure(v) for k, v in x.items()}
+    return None
 
 
 def _as_input_shape(input_shape):
@@ -267,9 +294,10 @@ class Layer:
         """Create the weights for inputs of ``input_shape`` (override in subclasses)."""
 
     def _build_with(self, input_shape):
-        input_shape = tuple(input_shape)
+        if _is_shape(input_shape):
+            input_shape = tuple(input_shape)
         self.build(input_shape)
-        self._build_input_shape = (None,) + input_shape[1:] if input_shape else ()
+        self._build_input_shape = _batchless(input_shape)
         self.built = True
 
     def _check_input(self, shape):
@@ -301,6 +329,12 @@ class Layer:
         return self.dtype
 
     def _convert_input(self, x):
+        if isinstance(x, (list, tuple)) and any(
+            isinstance(v, (Tensor, Variable)) for v in nest.flatten(x)
+        ):  # a structure of inputs (a custom layer taking [a, b]): convert each one
+            return type(x)(self._convert_input(v) for v in x)
+        if isinstance(x, dict):
+            return {k: self._convert_input(v) for k, v in x.items()}
         dt = self._input_dtype()
         if isinstance(x, Variable):
             x = x.read_value()
@@ -335,7 +369,7 @@ class Layer:
             else:
                 self._check_input(shape)
         elif not self.built:
-            self._build_with(())
+            self._build_with(_shape_structure(x))
         if self._call_takes_training():
             kwargs["training"] = training
         try:

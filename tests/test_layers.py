@@ -516,3 +516,29 @@ def test_an_op_error_inside_a_layer_names_the_layer():
                        match=r'calling layer "oops" \(BadMatmul\): matmul: Matrix '
                              r"size-incompatible"):
         BadMatmul(name="oops")(np.ones((2, 3), np.float32))
+
+
+class Blend(L.Layer):
+    """A user layer taking two inputs: build sees both shapes."""
+
+    def build(self, input_shape):
+        a, b = input_shape
+        self.seen = input_shape
+        self.w = self.add_weight("w", (a[-1], b[-1]), "ones")
+
+    def call(self, inputs):
+        a, b = inputs
+        return a @ self.w + b
+
+
+def test_layers_taking_a_list_of_tensors_keep_their_gradient_paths():
+    a = jt.constant(RNG.standard_normal((2, 3)))
+    b = jt.Variable(RNG.standard_normal((2, 4)))
+    layer = Blend(dtype="float64")
+    with jt.GradientTape() as tape:
+        tape.watch(a)
+        y = layer([a, b])
+    assert layer.seen == [(2, 3), (2, 4)]
+    ga, gb = tape.gradient(y, [a, b])
+    close(ga.numpy(), np.full((2, 3), 4.0))  # each input element feeds 4 outputs via ones
+    close(gb.numpy(), np.ones((2, 4)))

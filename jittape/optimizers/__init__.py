@@ -69,6 +69,7 @@ class Optimizer:
         self.iterations = Variable(np.int64(0), trainable=False, name=f"{self.name}/iteration")
         self._slots: dict = {}  # var.ref() -> {slot name: Variable}
         self._slot_variables: list = []
+        self._step_values: dict = {}
 
     # -- learning rate -----------------------------------------------------------
     def _set_learning_rate(self, lr):
@@ -239,6 +240,7 @@ class Optimizer:
         """
         pairs = self._check_pairs(grads_and_vars)
         self.build([v for _, v in pairs])
+        self._step_values = {}  # per-step scalars shared by the variables of one dtype
         lr = self._current_learning_rate()
         if self.weight_decay:
             for _, v in pairs:
@@ -247,6 +249,7 @@ class Optimizer:
                     v.assign(v - v * self.weight_decay * lr_v)
         for g, v in pairs:
             self.update_step(g, v, _ops.cast(lr, v.dtype))
+        self._step_values = {}
         self.iterations.assign_add(1)
         return self.iterations
 
@@ -273,6 +276,13 @@ class Optimizer:
 
     def update_step(self, gradient, variable, learning_rate):
         raise NotImplementedError
+
+    def _per_step(self, key, make):
+        """``make()``, computed once per ``apply_gradients`` call for each ``key``."""
+        cache = self._step_values
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
 
     def _local_step(self, dtype):
         """``iterations + 1`` (the 1-based number of this update) in ``dtype``."""
@@ -339,11 +349,15 @@ class Adam(Optimizer):
         self.amsgrad = bool(amsgrad)
         self._slot_names = ("m", "v", "vhat") if self.amsgrad else ("m", "v")
 
-    def update_step(self, gradient, variable, learning_rate):
-        t = self._local_step(variable.dtype)
+    def _step_size(self, learning_rate, dtype):
+        t = self._local_step(dtype)
         b1_power = _ops.pow(self.beta_1, t)
         b2_power = _ops.pow(self.beta_2, t)
-        alpha = learning_rate * _ops.sqrt(1.0 - b2_power) / (1.0 - b1_power)
+        return learning_rate * _ops.sqrt(1.0 - b2_power) / (1.0 - b1_power)
+
+    def update_step(self, gradient, variable, learning_rate):
+        alpha = self._per_step(("alpha", variable.dtype.name),
+                               lambda: self._step_size(learning_rate, variable.dtype))
         m = self.get_slot(variable, "m")
         v = self.get_slot(variable, "v")
         m.assign_add((gradient - m) * (1.0 - self.beta_1))
