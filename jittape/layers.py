@@ -532,8 +532,7 @@ class Dropout(Layer):
                 )
             noise = [inputs.shape[i] if d is None else int(d)
                      for i, d in enumerate(self.noise_shape)]
-        return _ops.nn.dropout(inputs, self.rate, noise_shape=noise,
-                               seed=int(g.integers(2**63 - 1)))
+        return _ops.nn.dropout(inputs, self.rate, noise_shape=noise, rng=g)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)

@@ -125,3 +125,18 @@ def test_bad_arguments():
         jt.random.set_seed(1.5)
     with pytest.raises(TypeError, match="seed"):
         jt.random.uniform((2,), seed="x")
+
+
+def test_nn_dropout_follows_the_global_seed_and_op_seeds():
+    x = jt.ones((200,))
+    jt.random.set_seed(3)
+    a = jt.nn.dropout(x, 0.5).numpy()
+    b = jt.nn.dropout(x, 0.5).numpy()
+    jt.random.set_seed(3)
+    np.testing.assert_array_equal(jt.nn.dropout(x, 0.5).numpy(), a)
+    assert not np.array_equal(a, b)  # a new mask every call, as TF gives
+    s1 = jt.nn.dropout(x, 0.5, seed=7).numpy()
+    s2 = jt.nn.dropout(x, 0.5, seed=7).numpy()
+    assert not np.array_equal(s1, s2)  # an op seed gives a sequence, not one mask
+    jt.random.set_seed(3)
+    np.testing.assert_array_equal(jt.nn.dropout(x, 0.5, seed=7).numpy(), s1)

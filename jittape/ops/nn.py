@@ -3,7 +3,6 @@ differentiate through the primitives' rules)."""
 
 from __future__ import annotations
 
-import numpy as np
 
 from ..errors import InvalidArgumentError, composite
 from ..tensor import Tensor, convert_args, convert_to_tensor
@@ -45,18 +44,21 @@ def softplus(features, name=None):
     return E.add(E.relu(x), E.log1p(E.exp(E.negative(E.abs(x)))))
 
 
-_rng = np.random.default_rng()
-
-
 @composite("dropout")
-def dropout(x, rate, noise_shape=None, seed=None, name=None):
-    """Zero each element with probability ``rate``, scale the rest by 1/(1-rate)."""
+def dropout(x, rate, noise_shape=None, seed=None, name=None, rng=None):
+    """Zero each element with probability ``rate``, scale the rest by 1/(1-rate).
+
+    The mask comes from ``jt.random`` (the global seed, or the op ``seed``'s own
+    sequence, as in TF); ``rng`` (a numpy Generator, jittape's addition) overrides both.
+    """
     (x,) = convert_args((x,))
     if not 0 <= rate < 1:
         raise InvalidArgumentError(f"dropout: rate must be in [0, 1), got {rate}")
     if rate == 0:
         return x
-    rng = np.random.default_rng(seed) if seed is not None else _rng
+    from .. import random as _random  # jt.random's generators: set_seed governs dropout
+
+    rng = rng if rng is not None else _random.generator(seed)
     shape = x._type.shape if noise_shape is None else tuple(noise_shape)
     keep = (rng.random(shape) >= rate).astype(x._type.dtype) / (1 - rate)
     return E.multiply(x, Tensor(keep.astype(x._type.dtype), _own=True))
