@@ -420,7 +420,10 @@ class _Fuser:
         groups = [grp for grp in self.groups if grp.alive and grp.members]
         member_of = {}
         for grp in groups:
-            grp.members.sort(key=lambda m: m[0])
+            # a contraction's epilogue may hold ops recorded before the matmul (they do
+            # not feed it): the matmul goes first, the rest keep their order
+            grp.members.sort(key=lambda m: (m[2] != "mm", m[0]) if grp.kind == "contraction"
+                             else m[0])
             for mem in grp.members:
                 for o in mem[1].outputs:
                     member_of[o] = grp.gid

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import jittape as jt
-from jittape.autodiff import forward_graph
+import passes
+from jittape.autodiff import backward_graph, forward_graph
 from jittape.backends import interpret
 from jittape.ir import verify
 
@@ -145,6 +146,33 @@ def test_recorded_graph_interprets_to_eager_values(program, seed):
     outs = interpret.run(g, feeds)
     for v, o in zip(recorded, outs):
         np.testing.assert_allclose(o, v.numpy(), rtol=1e-12, atol=1e-12)
+    # and after the whole optimizer (fused kernels, buffer plan), the same values
+    opt = passes.run_pipeline(g, check=True).graph
+    for v, o in zip(recorded, interpret.run(opt, feeds)):
+        np.testing.assert_allclose(o, v.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@given(programs(), st.integers(0, 2**16))
+def test_fused_backward_graph_equals_the_tape_gradient(program, seed):
+    arrays = _inputs(program, seed)
+    xs = [jt.constant(a) for a in arrays]
+    with jt.GradientTape(persistent=True) as tape:
+        tape.watch(xs)
+        total, _ = run(program, xs)
+    want = tape.gradient(total, xs)
+    ids = [x._id for x in xs]
+    g, feeds, computed, consts = backward_graph(
+        tape._nodes, [total], [None], ids, tape._values, pipeline=passes.default_pipeline()
+    )
+    passes.verify(g)
+    outs = interpret.run(g, feeds) if g.outputs else []
+    for k, w in enumerate(want):
+        if computed[k] is not None:
+            np.testing.assert_allclose(outs[computed[k]], w.numpy(), rtol=1e-12, atol=1e-12)
+        elif k in consts:
+            np.testing.assert_allclose(consts[k].numpy(), w.numpy())
+        else:
+            assert w is None
 
 
 @given(programs(), st.integers(0, 2**16))
