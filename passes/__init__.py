@@ -59,6 +59,24 @@ class PipelineResult:
     def __str__(self) -> str:
         return "\n".join(str(r) for r in self.reports)
 
+    def explain(self, details: bool = False) -> str:
+        """The reports (with each rewrite when ``details``), the kernels, the buffer
+        plan and the final graph with its fused bodies: what a user reads to see which
+        ops ended up in which kernel."""
+        lines = []
+        for r in self.reports:
+            lines.append(str(r))
+            if details:
+                lines.extend("    " + d for d in r.details)
+        ks = kernels(self.graph)
+        lines.append(f"{len(ks)} kernels: " + ", ".join(
+            f"{k.attr_dict['kind']}[{len(k.attr_dict['body'].nodes)}]" if is_fused(k)
+            else k.op.name for k in ks))
+        if self.graph.buffers is not None:
+            lines.append(f"buffers: {self.graph.buffers}")
+        lines.append(str(self.graph))
+        return "\n".join(lines)
+
 
 def _effects(g: Graph) -> list:
     return [(n.op.name, n.attrs) for n in g.nodes if n.op.effect]

@@ -789,3 +789,14 @@ def test_plan_buffers_does_not_write_in_place_over_a_buffer_another_input_views(
                      inplace=((out_id, a_id),))
     with pytest.raises(GraphError, match="still live"):
         passes.verify(dataclasses.replace(graph, buffers=bad))
+
+
+def test_explain_lists_passes_kernels_buffers_and_bodies():
+    g = G()
+    x, w = g.input((8, 4)), g.input((4, 3))
+    h = g("relu", g("matmul", x, w))
+    out = g("reduce_sum", g("exp", h), axis=(1,), keepdims=False)
+    res = passes.run_pipeline(g.build(out), check=True)
+    text = res.explain(details=True)
+    assert "2 kernels: contraction[3], reduction[1]" in text  # relu, exp: the epilogue
+    assert "kernel" in text and "    | " in text and "buffers: 1 intermediate" in text
