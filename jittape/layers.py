@@ -9,7 +9,13 @@ lists its layers' weights layer by layer.
 
 ``layer(x, training=None)``: ``training`` reaches every sublayer; ``None`` means
 inference, as at Keras' top level. Float inputs are converted to the layer's dtype
-(``float32`` unless ``dtype=`` says otherwise), as Keras' autocasting does.
+(``float32`` unless ``dtype=`` says otherwise), as Keras' autocasting does; ``Dense``
+and ``BatchNormalization`` also take integer and bool inputs in that dtype, as Keras'
+type promotion does (``Flatten`` keeps them as they are).
+
+The ``"sigmoid"`` and ``"softmax"`` activations remember their inputs, so that a
+crossentropy given their output computes from the logits, as Keras 3 does (see
+``jt.losses``).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import inspect
 import math
 import numbers
 import re
+import weakref
 
 import numpy as np
 
@@ -32,7 +39,7 @@ from .tensor import Tensor, Variable, convert_to_tensor
 
 __all__ = [
     "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Sequential",
-    "get_activation", "ACTIVATIONS",
+    "get_activation", "ACTIVATIONS", "keras_logits",
 ]
 
 # ---------------------------------------------------------------------------
@@ -47,12 +54,59 @@ def _silu(x):
     return x * _ops.sigmoid(x)
 
 
+# Keras' "sigmoid" and "softmax" activations remember their inputs on their outputs
+# (``_keras_logits``), and its crossentropies, given such an output, compute from those
+# logits instead of the clipped probabilities: the same value where nothing saturates,
+# but exact (and with a nonzero gradient) where it does. jittape's tensors take no new
+# attributes, so the outputs are remembered here, by identity, while they are alive.
+# ``jt.nn.sigmoid``/``jt.nn.softmax`` (like ``tf.nn.sigmoid``) remember nothing.
+_LOGITS: dict = {}  # id(output) -> (weakref to output, kind, logits)
+
+
+def _remember_logits(output, logits, kind):
+    key = id(output)
+    try:
+        ref = weakref.ref(output)
+    except TypeError:  # not a jittape tensor: nothing to remember
+        return output
+    _LOGITS[key] = (ref, kind, logits)
+    weakref.finalize(output, _forget_logits, key, ref)
+    return output
+
+
+def _forget_logits(key, ref):
+    entry = _LOGITS.get(key)
+    if entry is not None and entry[0] is ref:
+        del _LOGITS[key]
+
+
+def keras_logits(output, kind):
+    """The logits ``output`` was computed from by the ``kind`` ("sigmoid" or
+    "softmax") activation of a layer, or ``None``."""
+    entry = _LOGITS.get(id(output))
+    if entry is None or entry[0]() is not output or entry[1] != kind:
+        return None
+    return entry[2]
+
+
+def _sigmoid(x):
+    return _remember_logits(_ops.nn.sigmoid(x), x, "sigmoid")
+
+
+def _softmax(x, axis=-1):
+    if axis != -1:
+        return _ops.nn.softmax(x, axis=axis)
+    return _remember_logits(_ops.nn.softmax(x), x, "softmax")
+
+
+_sigmoid.__name__, _softmax.__name__ = "sigmoid", "softmax"
+
 ACTIVATIONS = {
     "linear": _linear,
     "relu": _ops.nn.relu,
-    "sigmoid": _ops.nn.sigmoid,
+    "sigmoid": _sigmoid,
     "tanh": _ops.nn.tanh,
-    "softmax": _ops.nn.softmax,
+    "softmax": _softmax,
     "log_softmax": _ops.nn.log_softmax,
     "leaky_relu": _ops.nn.leaky_relu,  # negative slope 0.2, Keras 3's default
     "softplus": _ops.nn.softplus,
@@ -390,6 +444,15 @@ class Layer:
         return f"<{type(self).__name__} name={self.name!r}, built={self.built}>"
 
 
+def _promote(x, dtype):
+    """Integer and bool inputs of a layer that computes with its float weights (Dense,
+    BatchNormalization) become ``dtype``, as Keras' type promotion makes them (uint8
+    images, for one); float inputs were already cast by ``_convert_input``."""
+    if isinstance(x, Tensor) and not x.dtype.is_floating:
+        return _ops.cast(x, dtype)
+    return x
+
+
 # ---------------------------------------------------------------------------
 # Dense
 
@@ -442,6 +505,7 @@ class Dense(Layer):
             raise self._incompatible(-1, self.kernel.shape[0], shape)
 
     def call(self, inputs):
+        inputs = _promote(inputs, self.dtype)
         y = _ops.matmul(inputs, self.kernel)
         if self.use_bias:
             y = y + self.bias
@@ -614,6 +678,7 @@ class BatchNormalization(Layer):
             raise self._incompatible(self.axis, self.moving_mean.shape[0], shape)
 
     def call(self, inputs, training=None):
+        inputs = _promote(inputs, self.dtype)
         rank = inputs.ndim
         a = self._axis(rank)
         reduce_axes = [i for i in range(rank) if i != a]

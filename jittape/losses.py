@@ -21,16 +21,27 @@ the two are brought to the same rank, as Keras does (so they never broadcast to
 
 A loss class calls its function and then reduces the per-sample values, optionally
 multiplied by ``sample_weight``: ``"sum_over_batch_size"`` (the default, also
-``"auto"``) divides their sum by their number; ``"sum"`` sums; ``"none"`` (or
-``None``) returns them.
+``"auto"`` and ``"mean"``) divides their sum by their number; ``"sum"`` sums;
+``"mean_with_sample_weight"`` divides the sum by the sum of the sample weights as given
+(0 when that is 0; their number without weights); ``"none"`` (or ``None``) returns them.
+
+As in Keras 3, a ``sigmoid`` or ``softmax`` output of a layer (``Dense(...,
+activation="sigmoid")``, ``Activation("softmax")``) given to the matching crossentropy
+is replaced by that activation's input, the logits: the loss is computed
+``from_logits`` (exact where the probabilities would be clipped), and
+``from_logits=True`` on such an output warns and uses the logits too.
 """
 
 from __future__ import annotations
+
+import sys
+import warnings
 
 import numpy as np
 
 from . import ops as _ops
 from .errors import InvalidArgumentError
+from .layers import keras_logits
 from .tensor import Tensor, Variable, convert_to_tensor
 
 __all__ = [
@@ -42,7 +53,7 @@ __all__ = [
 
 EPSILON = 1e-7  # Keras' backend.epsilon(): the probability clip
 
-REDUCTIONS = ("sum_over_batch_size", "sum", "none")
+REDUCTIONS = ("sum_over_batch_size", "sum", "none", "mean_with_sample_weight")
 
 
 # ---------------------------------------------------------------------------
@@ -101,6 +112,32 @@ def _last_axis(fn, t: Tensor):
         )
 
 
+def _caller_level() -> int:
+    """The ``stacklevel`` (for a warning raised by this function's caller) of the first
+    frame outside this module."""
+    f, level = sys._getframe(1), 1
+    while f is not None and f.f_globals.get("__name__") == __name__:
+        f, level = f.f_back, level + 1
+    return level
+
+
+def _from_layer_logits(fn, p: Tensor, from_logits: bool, kind: str):
+    """Keras' ``_get_logits``: when ``p`` is the output of a layer's ``kind`` activation
+    ("sigmoid" or "softmax"), the loss is computed from that activation's input."""
+    z = keras_logits(p, kind)
+    if z is None:
+        return p, from_logits
+    if from_logits:
+        warnings.warn(
+            f"{fn} received from_logits=True, but y_pred was produced by a {kind} activation "
+            "and thus does not represent logits; the loss is computed from that activation's "
+            "input (as Keras does). Was this intended?",
+            UserWarning,
+            stacklevel=_caller_level(),
+        )
+    return z, True
+
+
 def _smooth(y, label_smoothing, num_classes):
     if not label_smoothing:
         return y
@@ -134,6 +171,7 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, 
     y, p = _prepare("binary_crossentropy", y_true, y_pred)
     _last_axis("binary_crossentropy", p)
     y = _smooth(y, label_smoothing, 2.0)
+    p, from_logits = _from_layer_logits("binary_crossentropy", p, from_logits, "sigmoid")
     if from_logits:
         per = _ops.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=p)
     else:
@@ -147,6 +185,9 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
     y, p = _prepare("categorical_crossentropy", y_true, y_pred)
     _last_axis("categorical_crossentropy", p)
     y = _smooth(y, label_smoothing, float(p.shape[axis]))
+    if axis in (-1, p.ndim - 1):
+        p, from_logits = _from_layer_logits("categorical_crossentropy", p, from_logits,
+                                            "softmax")
     if from_logits:
         return -_ops.reduce_sum(y * _ops.nn.log_softmax(p, axis=axis), axis=axis)
     q = p / _ops.reduce_sum(p, axis=axis, keepdims=True)
@@ -182,6 +223,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
             f"{fn}: labels of shape {list(y.shape)} do not match predictions of shape "
             f"{list(p.shape)} (expected labels of shape {list(p.shape[:-1])})"
         )
+    p, from_logits = _from_layer_logits(fn, p, from_logits, "softmax")
     logits = p if from_logits else _ops.log(_ops.clip_by_value(p, EPSILON, 1.0 - EPSILON))
     return _ops.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
 
@@ -190,10 +232,33 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
 # classes
 
 
+def _align_weights(values: Tensor, w: Tensor):
+    """Keras' squeeze_or_expand_to_same_rank(values, sample_weight): when the ranks differ
+    by one and the longer has a last axis of 1, that axis is squeezed, except that a
+    rank-1 operand is expanded instead (so per-sample values with a ``(batch, 1)`` weight
+    become a column, as in Keras). A weight of lower rank still is then aligned with the
+    leading axes (a ``(batch,)`` weight scales each sample's values; Keras would
+    broadcast it against the last axis instead)."""
+    rv, rw = values.ndim, w.ndim
+    if rw == rv + 1 and w.shape[-1] == 1:
+        if rv == 1:
+            values = _ops.expand_dims(values, -1)
+        else:
+            w = _ops.squeeze(w, -1)
+    elif rv == rw + 1 and rw >= 1 and values.shape[-1] == 1:
+        if rw == 1:
+            w = _ops.expand_dims(w, -1)
+        else:
+            values = _ops.squeeze(values, -1)
+    while w.ndim < values.ndim:
+        w = _ops.expand_dims(w, -1)
+    return values, w
+
+
 def _reduction(value) -> str:
     if value is None:
         return "none"
-    if value == "auto":
+    if value in ("auto", "mean"):
         return "sum_over_batch_size"
     if value not in REDUCTIONS:
         raise ValueError(
@@ -218,10 +283,7 @@ class Loss:
         values = self.call(y_true, y_pred)
         if sample_weight is not None:
             w = _true_like(sample_weight, values)
-            if w.ndim == values.ndim + 1 and w.shape[-1] == 1:
-                w = _ops.squeeze(w, -1)
-            while w.ndim < values.ndim:
-                w = _ops.expand_dims(w, -1)
+            values, w = _align_weights(values, w)
             try:
                 values = values * w
             except InvalidArgumentError as e:
@@ -234,6 +296,11 @@ class Loss:
         total = _ops.reduce_sum(values)
         if self.reduction == "sum":
             return total
+        if self.reduction == "mean_with_sample_weight" and sample_weight is not None:
+            d = _ops.reduce_sum(w)  # divide_no_nan: 0 when the weights sum to 0
+            zero = _ops.equal(d, 0.0)
+            return _ops.where(zero, _ops.zeros_like(total),
+                              total / _ops.where(zero, _ops.ones_like(d), d))
         n = int(np.prod(values.shape)) if values.ndim else 1
         return total / float(max(n, 1))
 

@@ -193,6 +193,38 @@ def test_activation_layer_and_flatten():
     close(tape.gradient(out, xt).numpy(), np.broadcast_to(np.arange(12.0).reshape(3, 4), x.shape))
 
 
+def test_integer_and_bool_inputs_take_the_layer_dtype_in_dense_and_batchnorm():
+    x = np.arange(12, dtype=np.uint8).reshape(4, 3)
+    d = L.Dense(2, kernel_initializer="ones")
+    y = d(x)
+    assert y.dtype == jt.float32
+    close(y.numpy(), x.astype(np.float64).sum(1, keepdims=True).repeat(2, 1), T32)
+    assert L.Dense(2, dtype="float64")(x % 2 == 0).dtype == jt.float64
+    bn = L.BatchNormalization()
+    assert bn(x, training=True).dtype == jt.float32
+    assert L.Flatten()(x).dtype == jt.uint8  # no weights: as in Keras, the dtype stays
+    model = jt.Sequential([L.Flatten(input_shape=(2, 2)), L.Dense(3)])
+    assert model(np.ones((5, 2, 2), np.uint8)).shape == (5, 3)
+
+
+def test_sigmoid_and_softmax_outputs_remember_their_logits_while_alive():
+    import gc
+
+    before = len(L._LOGITS)
+    z = jt.constant(X)
+    s = L.Activation("sigmoid", dtype="float64")(z)
+    p = L.Dense(3, activation="softmax", dtype="float64")(z)
+    assert L.keras_logits(s, "sigmoid") is z and L.keras_logits(s, "softmax") is None
+    assert L.keras_logits(p, "softmax") is not None
+    assert L.keras_logits(jt.nn.sigmoid(z), "sigmoid") is None  # jt.nn.sigmoid: as tf.nn
+    assert L.keras_logits(s * 1.0, "sigmoid") is None
+    assert L.keras_logits(L.get_activation("softmax")(z, axis=0), "softmax") is None
+    assert len(L._LOGITS) >= before + 2
+    del s, p
+    gc.collect()
+    assert len(L._LOGITS) == before
+
+
 # --------------------------------------------------------------------------
 # Dropout
 

@@ -55,6 +55,40 @@ def test_mse_mae_per_sample_and_reductions():
           (mae * SW).sum() / 4)
 
 
+def test_mean_reductions():
+    mse = ((P - Y) ** 2).mean(-1)
+    # "mean" is "sum_over_batch_size"; "mean_with_sample_weight" divides by the weights' sum
+    close(float(Ls.MeanSquaredError(reduction="mean")(Y, jt.constant(P), sample_weight=SW)),
+          (mse * SW).sum() / 4)
+    loss = Ls.MeanSquaredError(reduction="mean_with_sample_weight")
+    close(float(loss(Y, jt.constant(P), sample_weight=SW)), (mse * SW).sum() / SW.sum())
+    close(float(loss(Y, jt.constant(P))), mse.mean())
+    close(float(loss(Y, jt.constant(P), sample_weight=2.0)), (mse * 2).sum() / 2)  # as given
+    p = jt.Variable(P)
+    with jt.GradientTape() as tape:
+        value = loss(Y, p, sample_weight=np.zeros(4))  # Keras' divide_no_nan: 0, not NaN
+    assert float(value) == 0.0
+    np.testing.assert_array_equal(tape.gradient(value, p).numpy(), np.zeros_like(P))
+
+
+def test_sample_weight_alignment_follows_keras():
+    mse = ((P - Y) ** 2).mean(-1)
+    none = Ls.MeanSquaredError(reduction="none")
+    # a (batch, 1) weight makes the per-sample values a column, as in Keras
+    close(none(Y, jt.constant(P), sample_weight=SW[:, None]).numpy(), (mse * SW)[:, None])
+    close(none(Y, jt.constant(P), sample_weight=SW).numpy(), mse * SW)
+    # per-sample values (batch, t, 1) against a (batch, t) weight: the values are squeezed
+    y3, p3 = RNG.standard_normal((4, 2, 1, 3)), RNG.standard_normal((4, 2, 1, 3))
+    w2 = RNG.uniform(0, 1, (4, 2))
+    per = ((p3 - y3) ** 2).mean(-1)
+    got = none(y3, jt.constant(p3), sample_weight=w2)
+    assert got.shape == (4, 2)
+    close(got.numpy(), per[..., 0] * w2)
+    # a (batch,) weight scales each sample of rank-2 per-sample values
+    got = none(y3[:, :, 0], jt.constant(p3[:, :, 0]), sample_weight=SW)
+    close(got.numpy(), per[..., 0] * SW[:, None])
+
+
 def test_batch_vector_against_column_never_broadcasts_to_a_matrix():
     y = np.array([1.0, 2.0, 3.0])
     p = jt.constant(np.array([[1.5], [2.0], [2.0]]))
@@ -84,8 +118,8 @@ def test_shape_and_argument_errors():
                        match=r"mean_squared_error: y_true and y_pred must have the same shape, "
                              r"got y_true \[4, 2\] and y_pred \[4, 3\]"):
         Ls.mean_squared_error(np.zeros((4, 2)), jt.constant(P))
-    with pytest.raises(ValueError, match="Invalid value for argument `reduction`: 'mean'"):
-        Ls.MeanSquaredError(reduction="mean")
+    with pytest.raises(ValueError, match="Invalid value for argument `reduction`: 'avg'"):
+        Ls.MeanSquaredError(reduction="avg")
     with pytest.raises(jt.errors.InvalidArgumentError, match="sample_weight"):
         Ls.MeanSquaredError()(Y, jt.constant(P), sample_weight=np.ones(3))
 
@@ -243,3 +277,58 @@ def test_get_by_name():
                       Ls.SparseCategoricalCrossentropy)
     with pytest.raises(ValueError, match="Unknown loss"):
         Ls.get("hinge")
+
+
+# --------------------------------------------------------------------------
+# a layer's sigmoid / softmax output: the loss uses the logits, as Keras 3 does
+
+
+def _dense(activation, w, x):
+    layer = jt.layers.Dense(w.shape[1], activation=activation, use_bias=False,
+                            dtype="float64")
+    layer(x)
+    layer.set_weights([w])
+    return layer
+
+
+def test_crossentropy_of_a_layer_sigmoid_output_is_computed_from_its_logits():
+    x = np.array([[40.0, -1.0], [-40.0, 2.0], [0.3, 0.1]])
+    w = np.array([[1.0, -2.0], [0.5, 1.0]])
+    y = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    layer = _dense("sigmoid", w, x)
+    z = x @ w
+    with jt.GradientTape() as tape:
+        value = Ls.BinaryCrossentropy()(y, layer(x))
+    # exact from the logits: far beyond the loss of probabilities clipped at 1e-7
+    close(float(value), bce_logits_np(y, z).mean())
+    assert float(value) > 3 * float(Ls.BinaryCrossentropy()(y, np_sigmoid(z)))
+    (g,) = tape.gradient(value, [layer.kernel])
+    close(g.numpy(), x.T @ ((np_sigmoid(z) - y) / y.size))
+    # the same tensor after another op (a new tensor) is clipped, as in Keras
+    out = layer(x) * 1.0
+    close(float(Ls.BinaryCrossentropy()(y, out)), bce_np(y, np_sigmoid(z)).mean())
+    # from_logits=True on an activation's output warns and still uses the logits
+    with pytest.warns(UserWarning, match="from_logits=True, but y_pred was produced by a "
+                                         "sigmoid activation"):
+        value = Ls.BinaryCrossentropy(from_logits=True)(y, layer(x))
+    close(float(value), bce_logits_np(y, z).mean())
+    # jt.nn.sigmoid itself (like tf.nn.sigmoid) remembers nothing
+    close(float(Ls.BinaryCrossentropy()(y, jt.nn.sigmoid(jt.constant(z)))),
+          bce_np(y, np_sigmoid(z)).mean())
+
+
+def test_crossentropy_of_a_layer_softmax_output_is_computed_from_its_logits():
+    x = np.array([[40.0, -1.0], [-40.0, 2.0], [0.3, 0.1]])
+    w = np.array([[1.0, -2.0, 0.0], [0.5, 1.0, 3.0]])
+    labels = np.array([1, 0, 2])
+    layer = _dense("softmax", w, x)
+    want = -np_log_softmax(x @ w)[np.arange(3), labels]
+    close(Ls.SparseCategoricalCrossentropy(reduction="none")(labels, layer(x)).numpy(), want)
+    close(Ls.CategoricalCrossentropy(reduction="none")(np.eye(3)[labels], layer(x)).numpy(),
+          want)
+    act = jt.layers.Activation("softmax", dtype="float64")
+    close(Ls.sparse_categorical_crossentropy(labels, act(jt.constant(x @ w))).numpy(), want)
+    # a sigmoid's logits are not a softmax's: BCE of a softmax output uses the probabilities
+    p = np.exp(np_log_softmax(x @ w))
+    close(Ls.binary_crossentropy(np.eye(3)[labels], layer(x)).numpy(),
+          bce_np(np.eye(3)[labels], p))

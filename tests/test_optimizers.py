@@ -62,15 +62,20 @@ def test_sgd_momentum(nesterov):
     close(opt.get_slot(v, "momentum").numpy(), m)
 
 
+def f32(x):
+    return float(np.float32(x))
+
+
 def adam_reference(grads, w, lr, b1=0.9, b2=0.999, eps=1e-7, amsgrad=False, wd=None):
-    """Keras' Adam: bias correction folded into the step size."""
+    """Keras' Adam: bias correction folded into the step size; the betas of the powers
+    (and the weight decay) are float32 values, as Keras' TF backend casts them."""
     m, v, vhat = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
     for t, g in enumerate(grads, start=1):
         if wd is not None:
-            w = w - w * wd * lr
+            w = w - w * f32(wd) * lr
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
-        lr_t = lr * math.sqrt(1 - b2**t) / (1 - b1**t)
+        lr_t = lr * math.sqrt(1 - f32(b2)**t) / (1 - f32(b1)**t)
         if amsgrad:
             vhat = np.maximum(vhat, v)
             w = w - lr_t * m / (np.sqrt(vhat) + eps)
@@ -85,9 +90,11 @@ def test_adam_two_steps_by_hand():
     lr = 0.5
     g1, g2 = GRADS[0], GRADS[1]
     m1, v1 = 0.1 * g1, 0.001 * g1**2
-    w1 = W0 - lr * math.sqrt(1 - 0.999) / (1 - 0.9) * m1 / (np.sqrt(v1) + 1e-7)
+    # (in the bias correction the betas are float32 values, as in Keras' TF backend)
+    b1, b2 = f32(0.9), f32(0.999)
+    w1 = W0 - lr * math.sqrt(1 - b2) / (1 - b1) * m1 / (np.sqrt(v1) + 1e-7)
     m2, v2 = 0.9 * m1 + 0.1 * g2, 0.999 * v1 + 0.001 * g2**2
-    w2 = w1 - lr * math.sqrt(1 - 0.999**2) / (1 - 0.9**2) * m2 / (np.sqrt(v2) + 1e-7)
+    w2 = w1 - lr * math.sqrt(1 - b2**2) / (1 - b1**2) * m2 / (np.sqrt(v2) + 1e-7)
     opt = O.Adam(lr)
     v = run(opt, [g1, g2])
     close(v.numpy(), w2)
@@ -321,3 +328,16 @@ def test_get_by_name():
     assert isinstance(O.get("RMSprop"), O.RMSprop)
     with pytest.raises(ValueError, match="Unknown optimizer"):
         O.get("adagrad")
+
+
+def test_float64_variables_use_float32_hyperparameters_like_keras():
+    """Keras' TF backend casts SGD's momentum, Adam's betas (in beta ** t) and the weight
+    decay through float32 tensors; jittape rounds them the same way."""
+    mu = 0.9  # not a float32 value
+    w, m = W0.copy(), np.zeros_like(W0)
+    for g in GRADS:
+        m = f32(mu) * m - 0.125 * g
+        w = w + m
+    close(run(O.SGD(0.125, momentum=mu)).numpy(), w)
+    close(run(O.AdamW(0.125, weight_decay=0.1)).numpy(),
+          adam_reference(GRADS, W0, 0.125, wd=0.1)[0])

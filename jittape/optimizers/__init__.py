@@ -13,7 +13,8 @@ One ``apply_gradients`` call:
 2. checks every gradient's shape against its variable's;
 3. creates the slot variables of variables it has not seen before (zeros);
 4. reads the learning rate ``lr`` (the schedule at step ``iterations``);
-5. applies weight decay when set: ``var <- var - var * weight_decay * lr``;
+5. applies weight decay when set: ``var <- var - var * weight_decay * lr`` (the decay
+   rounded to float32, as Keras' TF backend casts it);
 6. applies each optimizer's update rule;
 7. increments ``iterations`` (an int64 variable) by one.
 """
@@ -37,6 +38,15 @@ __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "schedules", "get"]
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to float32. Keras' TensorFlow backend brings some Python-float
+    hyperparameters to the variable's dtype with ``ops.cast``, which goes through a
+    float32 tensor: SGD's momentum, Adam's betas in ``beta ** t`` and the weight decay
+    are float32 values even for float64 variables. jittape does the same (no change for
+    float32 variables)."""
+    return float(np.float32(x))
 
 
 def _vname(v) -> str:
@@ -246,7 +256,7 @@ class Optimizer:
             for _, v in pairs:
                 if self._use_weight_decay(v):
                     lr_v = _ops.cast(lr, v.dtype)
-                    v.assign(v - v * self.weight_decay * lr_v)
+                    v.assign(v - v * _f32(self.weight_decay) * lr_v)
         for g, v in pairs:
             self.update_step(g, v, _ops.cast(lr, v.dtype))
         self._step_values = {}
@@ -301,6 +311,8 @@ class SGD(Optimizer):
         m   <- mu * m - lr * g
         var <- var + m                       (nesterov=False)
         var <- var + mu * m - lr * g         (nesterov=True, using the new m)
+
+    ``mu`` is rounded to float32, as Keras' TF backend casts it (see ``_f32``).
     """
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None,
@@ -316,10 +328,11 @@ class SGD(Optimizer):
         if self.momentum == 0:
             variable.assign_sub(gradient * learning_rate)
             return
+        mu = _f32(self.momentum)
         m = self.get_slot(variable, "momentum")
-        m.assign(m * self.momentum - gradient * learning_rate)
+        m.assign(m * mu - gradient * learning_rate)
         if self.nesterov:
-            variable.assign_add(m * self.momentum - gradient * learning_rate)
+            variable.assign_add(m * mu - gradient * learning_rate)
         else:
             variable.assign_add(m)
 
@@ -335,7 +348,8 @@ class Adam(Optimizer):
         var  <- var - lr_t * m / (sqrt(v) + epsilon)
 
     ``epsilon`` (1e-7, Keras' default) is added to ``sqrt(v)``, not to the
-    bias-corrected ``sqrt(v_hat)`` of the paper.
+    bias-corrected ``sqrt(v_hat)`` of the paper. In ``beta ** t`` the betas are rounded
+    to float32, as Keras' TF backend casts them (``1 - beta`` is not; see ``_f32``).
     """
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
@@ -351,8 +365,8 @@ class Adam(Optimizer):
 
     def _step_size(self, learning_rate, dtype):
         t = self._local_step(dtype)
-        b1_power = _ops.pow(self.beta_1, t)
-        b2_power = _ops.pow(self.beta_2, t)
+        b1_power = _ops.pow(_f32(self.beta_1), t)
+        b2_power = _ops.pow(_f32(self.beta_2), t)
         return learning_rate * _ops.sqrt(1.0 - b2_power) / (1.0 - b1_power)
 
     def update_step(self, gradient, variable, learning_rate):
