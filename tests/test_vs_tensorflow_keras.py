@@ -833,8 +833,6 @@ def test_clip_by_norm_matches_tensorflow(clip_norm, axes):
     close_all(_clip_norm(jt, A, clip_norm, axes), _clip_norm(tf, A, clip_norm, axes))
 
 
-@pytest.mark.xfail(strict=True, reason="core op: clip_by_norm's gradient at a zero vector "
-                   "is NaN in jittape (sqrt'(0) times 0), finite in TF (a safe sqrt)")
 def test_clip_by_norm_of_zeros_matches_tensorflow():
     z = np.zeros((2, 3), F32)
     close_all(_clip_norm(jt, z, 1.0, None), _clip_norm(tf, z, 1.0, None))
@@ -843,12 +841,9 @@ def test_clip_by_norm_of_zeros_matches_tensorflow():
 
 
 # ---------------------------------------------------------------------------
-# Core-op mismatches found here (jittape/ops/nn.py, jittape/ops/clip.py; not fixed here)
+# Core ops where jittape once differed from TF (fixed in jittape/ops/nn.py and clip.py)
 
 
-@pytest.mark.xfail(strict=True, reason="core op: jt.nn.sigmoid_cross_entropy_with_logits "
-                   "differentiates relu and abs at z = 0 with slope 0, giving -y instead of "
-                   "sigmoid(0) - y = 0.5 - y; TF selects with z >= 0")
 def test_binary_crossentropy_gradient_at_a_zero_logit_matches_keras():
     y_true = np.array([[0.0, 1.0, 0.0, 1.0]], F32)
     z = np.zeros((1, 4), F32)
@@ -857,9 +852,6 @@ def test_binary_crossentropy_gradient_at_a_zero_logit_matches_keras():
               _loss_and_grad(tf, keras.losses.BinaryCrossentropy(**loss), y_true, z, None))
 
 
-@pytest.mark.xfail(strict=True, reason="core op: jt.nn.log_softmax computes x - (log(sum "
-                   "exp(x - max)) + max), losing the small log term next to a large max; TF "
-                   "computes (x - max) - log(sum exp(x - max))")
 def test_log_softmax_with_large_logits_matches_tensorflow():
     z = np.array([[300.0, 288.8, 0.0]], F32)
     close(jt.nn.log_softmax(jt.constant(z)), tf.nn.log_softmax(z))

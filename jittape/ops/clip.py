@@ -21,7 +21,11 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
 def clip_by_norm(t, clip_norm, axes=None, name=None):
     """t * clip_norm / max(||t||, clip_norm): unchanged when its L2 norm is small enough."""
     (x,) = convert_args((t,))
-    l2 = E.sqrt(R.reduce_sum(E.square(x), axes, keepdims=True))
+    sq = R.reduce_sum(E.square(x), axes, keepdims=True)
+    # sqrt's derivative is infinite at 0: take it only where the norm is not 0 (as TF
+    # does), so a zero tensor gets the gradient clip_norm / clip_norm = 1, not NaN
+    pos = E.greater(sq, 0)
+    l2 = E.where(pos, E.sqrt(E.where(pos, sq, E.ones_like(sq))), sq)
     return E.divide(E.multiply(x, clip_norm), E.maximum(l2, clip_norm))
 
 

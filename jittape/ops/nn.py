@@ -26,9 +26,11 @@ def softmax(logits, axis=-1, name=None):
 
 @composite("log_softmax")
 def log_softmax(logits, axis=-1, name=None):
-    """x - logsumexp(x) along ``axis``."""
+    """(x - max) - log(sum(exp(x - max))) along ``axis`` (TF's order: small values
+    next to a large maximum keep their precision)."""
     (x,) = convert_args((logits,))
-    return E.subtract(x, R.reduce_logsumexp(x, axis, keepdims=True))
+    shifted = E.subtract(x, E.stop_gradient(R.reduce_max(x, axis, keepdims=True)))
+    return E.subtract(shifted, E.log(R.reduce_sum(E.exp(shifted), axis, keepdims=True)))
 
 
 @composite("leaky_relu")
@@ -98,9 +100,14 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
 
 @composite("sigmoid_cross_entropy_with_logits")
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
-    """max(z, 0) - z*y + log(1 + exp(-|z|)), TF's stable form."""
+    """max(z, 0) - z*y + log(1 + exp(-|z|)), TF's stable form, with TF's choice of
+    branch at z = 0 (z >= 0), so that the gradient there is sigmoid(0) - y = 0.5 - y."""
     (y, z) = convert_args((labels, logits))
-    return E.add(E.subtract(E.relu(z), E.multiply(z, y)), E.log1p(E.exp(E.negative(E.abs(z)))))
+    pos = E.greater_equal(z, 0)
+    zeros = E.zeros_like(z)
+    relu_z = E.where(pos, z, zeros)
+    neg_abs = E.where(pos, E.negative(z), z)
+    return E.add(E.subtract(relu_z, E.multiply(z, y)), E.log1p(E.exp(neg_abs)))
 
 
 @composite("l2_loss")
