@@ -60,7 +60,9 @@ def run_body(body: Graph, arrays) -> list:
         for o, r, t in zip(n.outputs, res, n.types):
             r = np.asarray(r)
             env[o] = r if r.dtype.name == t.dtype else r.astype(t.dtype)
-    return [env[o] for o in body.outputs]
+    # a kernel writes its outputs into buffers of its own: never hand back a view of
+    # an input (a broadcast_to output, say), whose buffer the caller may reuse
+    return [env[o] if env[o].base is None else env[o].copy() for o in body.outputs]
 
 
 def _fused_forward(*arrays, body, **_):
@@ -102,7 +104,7 @@ def _static(t) -> bool:
     return None not in t.shape
 
 
-def _category(n: Node) -> str:
+def _category(n: Node, types: dict) -> str:
     op = n.op
     if op.effect or not op.pure or len(n.outputs) != 1 or not _static(n.types[0]):
         return "other"
@@ -113,7 +115,8 @@ def _category(n: Node) -> str:
     if op.name == "broadcast_to":
         return "ew"
     if op.kind == "reduction" and op.extra.get("monoid") and _static(n.types[0]):
-        return "red"
+        # over size-1 axes only it reduces nothing (simplify makes it a reshape)
+        return "red" if types[n.inputs[0]].size != n.types[0].size else "other"
     if op.kind == "contraction":
         return "mm"
     return "other"
@@ -230,7 +233,7 @@ class _Fuser:
     def group(self) -> None:
         last_effect = None
         for k, n in enumerate(self.g.nodes):
-            cat = _category(n)
+            cat = _category(n, self.types)
             if cat == "leaf":
                 self.leaves[n.outputs[0]] = n
                 continue
@@ -446,10 +449,9 @@ class _Fuser:
             if not fused:
                 nodes = [m[1] for m in grp.members]
             else:
-                k = self._fused_node(grp, member_of, readers)
-                if k is None:  # nothing reads the group: dead code
+                nodes = self._fused_node(grp, member_of, readers)
+                if not nodes:  # nothing reads the group: dead code
                     continue
-                nodes = [k]
             reads = {i for nd in nodes for i in nd.inputs}
             leaf_users |= reads
             units.append((grp.members[0][0], nodes, reads))
@@ -467,7 +469,7 @@ class _Fuser:
             if (readers.get(o, set()) - {grp.gid})
         ]
         if not outputs:
-            return None
+            return []
         # drop members nothing needs (their value was recomputed where it is read)
         live = set(outputs)
         body_nodes = []
@@ -476,6 +478,18 @@ class _Fuser:
                 body_nodes.append(m[1])
                 live.update(m[1].inputs)
         body_nodes.reverse()
+        if all(n.op.name in VIEW_OPS for n in body_nodes):
+            return body_nodes  # only views left (the rest was recomputed elsewhere)
+        # what is left may no longer hold the group's reduction or matmul
+        kind, space = grp.kind, grp.space
+        kinds = {n.op.kind for n in body_nodes}
+        if (kind == "contraction" and "contraction" not in kinds) or (
+            kind == "reduction" and "reduction" not in kinds
+        ):
+            shapes = {n.types[0].shape for n in body_nodes}
+            if len(shapes) != 1:  # prologue and epilogue pieces, no reduction: unfused
+                return body_nodes
+            kind, space = "loop", shapes.pop()
         inputs, leaves, seen = [], [], set()
         for n in body_nodes:
             for i in n.inputs:
@@ -490,17 +504,17 @@ class _Fuser:
             tuple(inputs), tuple(self.types[i] for i in inputs), tuple(leaves + body_nodes),
             tuple(outputs), f"kernel{grp.gid}",
         )
-        attrs = {"body": body, "kind": grp.kind, "space": grp.space}
-        if grp.kind == "reduction":
+        attrs = {"body": body, "kind": kind, "space": space}
+        if kind == "reduction":
             attrs.update(axes=grp.axes, keepdims=grp.keepdims, rspace=grp.rspace)
         self.report.fused += 1
         ops = ", ".join(n.op.name for n in body_nodes)
-        self.report.note(f"kernel{grp.gid} ({grp.kind} over {list(grp.space)}): {ops}")
+        self.report.note(f"kernel{grp.gid} ({kind} over {list(space)}): {ops}")
         frozen = tuple(sorted(attrs.items()))
-        return Node(
+        return [Node(
             FUSED, tuple(inputs), tuple(outputs), frozen,
             tuple(self.types[o] for o in outputs), body_nodes[-1].loc,
-        )
+        )]
 
 
 def _order(g: Graph, units) -> Graph:

@@ -800,3 +800,15 @@ def test_explain_lists_passes_kernels_buffers_and_bodies():
     text = res.explain(details=True)
     assert "2 kernels: contraction[3], reduction[1]" in text  # relu, exp: the epilogue
     assert "kernel" in text and "    | " in text and "buffers: 1 intermediate" in text
+
+
+def test_fuse_dead_reduction_leaves_a_loop_over_the_live_nodes_shape():
+    g = G()
+    x, r = g.input((5, 4)), g.input((5, 1))
+    s = g("reduce_sum", g("exp", x), axis=(1,), keepdims=True)
+    lo = g("tanh", r)  # a loop over (5, 1) that the dead epilogue below pulls in
+    g("add", s, lo)  # dead
+    graph = g.build(lo)
+    out = fuse(graph)
+    (k,) = fused_nodes(out)
+    assert k.attr_dict["kind"] == "loop" and k.attr_dict["space"] == (5, 1)
