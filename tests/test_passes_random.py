@@ -28,7 +28,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, note
+from hypothesis import given, settings, note
 from hypothesis import strategies as st
 
 import jittape  # noqa: F401  (registers the ops)
@@ -404,6 +404,7 @@ def check_graph(graph, feeds, tol, expected=None):
 # - fuse on a graph with dead code leaves a contraction kernel without its matmul: see
 #   test_matmul_kernel_whose_epilogue_is_dead_code.
 # (Found and since fixed: test_matmul_epilogue_reading_a_value_computed_before_the_matmul.)
+@settings(max_examples=max(settings().max_examples, 200))  # cheap; rare shapes need it
 @given(graphs("float64"))
 def test_passes_keep_values_float64(case):
     graph, feeds, expected = case
