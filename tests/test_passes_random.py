@@ -393,17 +393,10 @@ def check_graph(graph, feeds, tol, expected=None):
         np.testing.assert_array_equal(a, snapshot[v])
 
 
-# KNOWN FAILURES (open bugs in passes/ and the interpreter, each pinned by a hand-written
-# test below). These properties meet them in about 1 example in 70: the dev profile's
-# 150 random examples usually fail; the ci profile's 60 derandomized ones happen to miss
-# them at present.
-# - fuse + plan_buffers gives wrong numbers when a fused kernel's output is a broadcast
-#   of one of its inputs: see test_fused_output_that_broadcasts_an_input_keeps_its_value;
-# - fuse makes a group the verifier rejects from a reduction whose result has its input's
-#   shape: see test_reduction_over_size_one_axes_fuses_into_a_valid_kernel;
-# - fuse on a graph with dead code leaves a contraction kernel without its matmul: see
-#   test_matmul_kernel_whose_epilogue_is_dead_code.
-# (Found and since fixed: test_matmul_epilogue_reading_a_value_computed_before_the_matmul.)
+# Bugs these properties found, each now pinned by a hand-written test below: a fused
+# output that broadcasts an input aliased a reused buffer; a reduction over size-1 axes
+# made a kernel the verifier rejected; dead code left a contraction kernel without its
+# matmul; an epilogue op recorded before its matmul was ordered first.
 @settings(max_examples=max(settings().max_examples, 200))  # cheap; rare shapes need it
 @given(graphs("float64"))
 def test_passes_keep_values_float64(case):
