@@ -560,10 +560,11 @@ def test_cse_and_prune_on_duplicates_and_dead_code():
 
 
 def test_fused_output_that_broadcasts_an_input_keeps_its_value():
-    # FAILS (open bug): fuse puts %5 = broadcast_to %4 into a loop kernel with the add, and
-    # the kernel returns %5 as an output; the interpreter runs the body with numpy, so %5
-    # is a *view* of %4's buffer. %4 dies at that kernel, the plan gives its buffer to
-    # the matmul's result %7, and the output %5 then reads the matmul's numbers.
+    # Was a bug: fuse puts %5 = broadcast_to %4 into a loop kernel with the add, and the
+    # kernel returns %5 as an output; the interpreter ran the body with numpy, so %5 was
+    # a *view* of %4's buffer. %4 dies at that kernel, the plan gives its buffer to the
+    # matmul's result %7, and the output %5 then read the matmul's numbers. A fused
+    # kernel's outputs are now its own buffers.
     b = GraphBuilder("alias")
     x = _input(b, (3, 4))
     y = _input(b, (2, 4))
@@ -583,12 +584,10 @@ def test_fused_output_that_broadcasts_an_input_keeps_its_value():
 
 
 def test_reduction_over_size_one_axes_fuses_into_a_valid_kernel():
-    # FAILS (open bug): the reduction's result has its input's shape ([3,1] summed over
-    # the size-1 axis with keepdims, or any reduction with axis=()), so the kernel's
-    # space equals its reduced space; fuse merges tanh (a loop group) into the epilogue,
-    # and the verifier sees tanh as a prologue op that the epilogue add reads:
-    # "epilogue op add reads a prologue value". (simplify removes such reductions, so
-    # the default pipeline does not meet it; fuse alone does.)
+    # Was a bug: the reduction's result has its input's shape ([3,1] summed over the
+    # size-1 axis with keepdims, or any reduction with axis=()), so the kernel's space
+    # equalled its reduced space and the verifier saw the merged tanh as a prologue op
+    # read by the epilogue. Such reductions now stay unfused (simplify removes them).
     for axis, keepdims in (((1,), True), ((), False)):
         b = GraphBuilder("size1")
         x = _input(b, (3, 1))
@@ -619,12 +618,9 @@ def test_matmul_epilogue_reading_a_value_computed_before_the_matmul(cleanup):
 
 
 def test_matmul_kernel_whose_epilogue_is_dead_code():
-    # FAILS (open bug): tanh(x) joins the matmul's kernel as epilogue because the add
-    # reads both; nothing reads the add, so fuse drops it from the body, and with it the
-    # matmul (its result is no longer needed). The kernel left is kind='contraction'
-    # with no contraction in it, and the verifier rejects it ("tanh before the
-    # contraction of its kernel"). The pipeline prunes dead code first; fuse alone
-    # must still give a valid graph.
+    # Was a bug: tanh(x) joins the matmul's kernel as epilogue because the add reads
+    # both; nothing reads the add, so fuse drops it from the body, and with it the matmul.
+    # The kernel left was kind='contraction' with no contraction in it; it is now a loop.
     b = GraphBuilder("dead_epilogue")
     x = _input(b, (3, 4))
     w = _input(b, (4, 4))
