@@ -13,6 +13,9 @@ outputs are the node's own, and says how a backend loops over it:
   output (bias add, activation), when ``matmul_epilogue`` is on. A contraction is
   never fused into an elementwise kernel.
 
+Independent groups over the same space (and reduction axes) that read a common input
+are merged as siblings: one pass over the input, several outputs.
+
 Small constants and ``fill`` s are copied into every body that reads them (they
 become literals). A value computed in one group and read by another group over the
 same iteration space is recomputed there when it is cheap (a few arithmetic ops);
@@ -207,7 +210,7 @@ class _Fuser:
         for o in others:
             og = self.groups[o]
             for mem in og.members:
-                if role != mem[2]:
+                if role is not None and role != mem[2]:
                     mem[2] = role
                     for v in mem[1].outputs:
                         self.phase_of[v] = role
@@ -344,6 +347,38 @@ class _Fuser:
             return None
         self.add(grp, n, key, "red", deps)
         return h
+
+    # -- siblings -----------------------------------------------------------
+    def merge_siblings(self) -> None:
+        """Merge independent groups that loop over the same space (and reduce the same
+        axes) and read a common input over that whole space: one pass over memory
+        instead of two, one kernel with several outputs."""
+        seen: dict = {}  # (kind, space, axes, keepdims, rspace) -> [(gid, inputs)]
+        for grp in self.groups:
+            if not grp.alive or grp.kind not in ("loop", "reduction"):
+                continue
+            key = (grp.kind, grp.space, grp.axes, grp.keepdims, grp.rspace)
+            mine = {
+                i for m in grp.members for i in m[1].inputs
+                if i not in self.leaves and self.types[i].shape == grp.space
+                and (self.group_of.get(i) is None or self.find(self.group_of[i]) != grp.gid)
+            }
+            for entry in seen.get(key, []):
+                h, theirs = entry
+                hg = self.groups[h]
+                if not hg.alive or not (mine & theirs):
+                    continue
+                g = grp.gid
+                if (self.anc[g] >> h) & 1 or (self.anc[h] >> g) & 1:
+                    continue
+                if self.creates_cycle({h, g}, 0):
+                    continue
+                self.merge(h, [g], None)
+                entry[1] = theirs | mine
+                self.report.note(f"merged sibling kernels over {list(grp.space)}")
+                break
+            else:
+                seen.setdefault(key, []).append([grp.gid, mine])
 
     # -- recomputing cheap values -------------------------------------------
     def recompute_cheap(self) -> None:
@@ -558,10 +593,15 @@ def _order(g: Graph, units) -> Graph:
 
 
 @graph_pass("fuse")
-def fuse(graph: Graph, report, matmul_epilogue: bool = True, recompute: bool = True) -> Graph:
+def fuse(
+    graph: Graph, report, matmul_epilogue: bool = True, recompute: bool = True,
+    siblings: bool = True,
+) -> Graph:
     """Group elementwise ops into ``fused`` kernels (see the module docstring)."""
     f = _Fuser(graph, report, matmul_epilogue, recompute)
     f.group()
+    if siblings:
+        f.merge_siblings()
     if recompute:
         f.recompute_cheap()
     return f.build()

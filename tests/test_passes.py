@@ -835,3 +835,27 @@ def test_structural_key_of_fused_graphs_ignores_value_ids():
     other = passes.run_pipeline(g.build(g("reduce_sum", g("sin", g("exp", x)), axis=(0,),
                                                 keepdims=False))).graph
     assert other.structural_key() != a.structural_key()
+
+
+def test_fuse_merges_independent_siblings_that_read_the_same_input():
+    g = G()
+    x = g.input((6, 5))
+    a = g("exp", x)
+    b = g("sin", x)
+    s1 = g("reduce_sum", x, axis=(1,), keepdims=False)
+    s2 = g("reduce_max", g("square", x), axis=(1,), keepdims=False)
+    graph = g.build(a, b, s1, s2)
+    out = fuse(graph)
+    kinds = sorted(k.attr_dict["kind"] for k in fused_nodes(out))
+    assert kinds == ["loop", "reduction"]  # two loops -> one, two reductions -> one
+    assert len(fused_nodes(passes.fuse(graph, siblings=False).graph)) == 4
+
+
+def test_fuse_does_not_merge_siblings_with_a_path_between_them():
+    g = G()
+    x, w = g.input((4, 4)), g.input((4, 4))
+    a = g("exp", x)
+    m = g("matmul", a, w)
+    b = g("add", g("sin", x), g("tanh", m))  # reads x like a, but depends on a via m
+    graph = fuse(g.build(b), matmul_epilogue=False)
+    assert len(fused_nodes(graph)) == 2

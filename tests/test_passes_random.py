@@ -63,6 +63,7 @@ SINGLE_PASSES = [
     ("fuse", passes.fuse),
     ("fuse(matmul_epilogue=False)", passes.configured(passes.fuse, matmul_epilogue=False)),
     ("fuse(recompute=False)", passes.configured(passes.fuse, recompute=False)),
+    ("fuse(siblings=False)", passes.configured(passes.fuse, siblings=False)),
     ("plan_buffers", passes.plan_buffers),
 ]
 FUSERS = [(n, p) for n, p in SINGLE_PASSES if n.startswith("fuse")]
