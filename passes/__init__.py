@@ -28,7 +28,7 @@ from .core import (  # noqa: F401
 )
 from .cse import cse
 from .fold import fold_constants
-from .fusion import FUSED, fuse, is_fused, kernels, run_body  # noqa: F401
+from .fusion import FUSED, body_phases, fuse, is_fused, kernels, run_body  # noqa: F401
 from .prune import gradient_path, prune_stop_gradient, prune_unreachable  # noqa: F401
 from .simplify import simplify
 from .verify import verify

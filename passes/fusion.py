@@ -31,7 +31,8 @@ import heapq
 
 import numpy as np
 
-from jittape.ir import NO_GRADIENT, Graph, Node, OpDef
+from jittape.ir import NO_GRADIENT, Graph, GraphError, Node, OpDef
+from jittape.ir import verify as verify_ir
 
 from .core import graph_pass, max_id
 
@@ -97,6 +98,74 @@ def kernels(graph: Graph) -> list:
     """The nodes of ``graph`` that run as kernels: fused groups and every op that is
     not a constant or a view (reshape, broadcast, transpose, identity)."""
     return [n for n in graph.nodes if n.op.name not in VIEW_OPS and n.op.name != "const"]
+
+
+def body_phases(n: Node) -> dict:
+    """Check that a fused node is one loop nest a backend can generate, and say where
+    each body value is computed: ``"pro"`` (the main loop over ``space``), ``"red"`` (a
+    reduction accumulated in it), ``"epi"`` (the epilogue over ``rspace``, or over a
+    matmul's output), ``"mm"`` (the matmul), ``"leaf"`` (a literal). Code generators
+    read the phases from here; the verifier raises what this raises (``GraphError``).
+    """
+    a = n.attr_dict
+    body, kind, space = a["body"], a["kind"], tuple(a["space"])
+    if not isinstance(body, Graph):
+        raise GraphError("no body graph")
+    verify_ir(body)
+    if len(body.inputs) != len(n.inputs):
+        raise GraphError("inputs do not match the body's")
+    btypes = body.types()
+    if tuple(btypes[o] for o in body.outputs) != tuple(n.types):
+        raise GraphError("output types do not match the body's")
+    if not body.outputs:
+        raise GraphError("a kernel with no output")
+    rspace = tuple(a.get("rspace", space))
+    axes = tuple(a.get("axes", ()))
+    phase = {}
+    seen_mm = False
+    for b in body.nodes:
+        name, shape = b.op.name, b.types[0].shape
+        if name in ("const", "fill"):
+            phase[b.outputs[0]] = "leaf"
+            continue
+        if b.op.effect or not b.op.pure:
+            raise GraphError(f"{name} has side effects and cannot be fused")
+        reads = {phase.get(i, "in") for i in b.inputs}
+        if b.op.kind == "contraction":
+            if kind != "contraction" or seen_mm:
+                raise GraphError(f"{name} inside a {kind} kernel")
+            seen_mm = True
+            ph = "mm"
+        elif b.op.kind == "reduction":
+            if kind != "reduction":
+                raise GraphError(f"{name} inside a {kind} kernel")
+            if tuple(b.attr_dict["axis"]) != axes or btypes[b.inputs[0]].shape != space:
+                raise GraphError(f"{name} does not reduce the kernel's space over its axes")
+            if shape != rspace:
+                raise GraphError(f"{name} gives {list(shape)}, the kernel's reduced space is "
+                                 f"{list(rspace)}")
+            if not reads <= {"in", "leaf", "pro"}:
+                raise GraphError(f"{name} reads a value computed after the reduction")
+            ph = "red"
+        elif b.op.kind == "elementwise" or name == "broadcast_to":
+            if kind == "loop":
+                ph = "pro"
+            elif kind == "reduction":
+                ph = "pro" if shape == space and reads <= {"in", "leaf", "pro"} else "epi"
+            else:
+                ph = "epi"
+            want = space if ph == "pro" or kind == "contraction" else rspace
+            if shape != want:
+                raise GraphError(f"{name} computes {list(shape)} in a kernel over {list(want)}")
+            if ph == "epi" and "pro" in reads:
+                raise GraphError(f"epilogue op {name} reads a prologue value")
+            if kind == "contraction" and not seen_mm:
+                raise GraphError(f"{name} before the contraction of its kernel")
+        else:
+            raise GraphError(f"{name} ({b.op.kind}) cannot be fused")
+        for o in b.outputs:
+            phase[o] = ph
+    return phase
 
 
 # ---------------------------------------------------------------------------

@@ -859,3 +859,16 @@ def test_fuse_does_not_merge_siblings_with_a_path_between_them():
     b = g("add", g("sin", x), g("tanh", m))  # reads x like a, but depends on a via m
     graph = fuse(g.build(b), matmul_epilogue=False)
     assert len(fused_nodes(graph)) == 2
+
+
+def test_body_phases_name_where_each_value_is_computed():
+    g = G()
+    x = g.input((8, 3))
+    e = g("exp", g("multiply", x, g.const(2.0)))
+    s = g("reduce_sum", e, axis=(0,), keepdims=False)
+    out = g("log", s)
+    (k,) = fused_nodes(fuse(g.build(out)))
+    ph = passes.body_phases(k)
+    by_op = {b.op.name: ph[b.outputs[0]] for b in k.attr_dict["body"].nodes}
+    assert by_op == {"const": "leaf", "multiply": "pro", "exp": "pro", "reduce_sum": "red",
+                     "log": "epi"}
