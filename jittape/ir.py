@@ -421,6 +421,18 @@ def infer_types(op: OpDef, in_types: Sequence[Type], attrs: Mapping) -> tuple:
     return t
 
 
+def run_node(n: Node, arrays) -> tuple:
+    """Apply ``n``'s numpy reference to ``arrays``: one array per output, each of the
+    dtype ``n.types`` says (a reference may return a wider dtype or a scalar)."""
+    res = n.op.forward(*arrays, **dict(n.attrs))
+    res = res if len(n.outputs) > 1 else (res,)
+    out = []
+    for r, t in zip(res, n.types):
+        r = np.asarray(r)
+        out.append(r if dtype_name(r.dtype) == t.dtype else r.astype(t.dtype))
+    return tuple(out)
+
+
 # ---------------------------------------------------------------------------
 # Printing
 

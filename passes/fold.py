@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jittape.ir import Const, Graph, Node, get_op
+from jittape.ir import Const, Graph, Node, get_op, run_node
 
 from .core import Rewriter, graph_pass
 
@@ -53,7 +53,7 @@ def uniform_value(v: int, producers: dict):
     return None
 
 
-def const_node(array, loc=None) -> tuple:
+def const_node(array) -> tuple:
     """(op, attrs) for a ``const`` node holding ``array``."""
     return get_op("const"), {"value": Const(array)}
 
@@ -88,11 +88,9 @@ def fold_constants(graph: Graph, report, limit: int = FOLD_LIMIT) -> Graph:
             continue
         try:
             with np.errstate(all="ignore"):
-                res = node.op.forward(*[values[i] for i in node.inputs], **node.attr_dict)
+                arrs = run_node(node, [values[i] for i in node.inputs])
         except Exception:  # leave it to run time, where the error can name the user's line
             continue
-        res = res if len(node.outputs) > 1 else (res,)
-        arrs = tuple(np.asarray(r).astype(t.dtype, copy=False) for r, t in zip(res, node.types))
         if any(a.shape != t.shape for a, t in zip(arrs, node.types)):
             continue
         _replace_by_const(rw, node, arrs, report)

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import heapq
 
-import numpy as np
 
-from jittape.ir import NO_GRADIENT, Graph, GraphError, Node, OpDef
+from jittape.ir import NO_GRADIENT, Graph, GraphError, Node, OpDef, run_node
 from jittape.ir import verify as verify_ir
 
 from .core import graph_pass, max_id
@@ -59,11 +58,7 @@ def run_body(body: Graph, arrays) -> list:
     of a fused kernel; backends generate loops instead)."""
     env = dict(zip(body.inputs, arrays))
     for n in body.nodes:
-        res = n.op.forward(*[env[i] for i in n.inputs], **n.attr_dict)
-        res = res if len(n.outputs) > 1 else (res,)
-        for o, r, t in zip(n.outputs, res, n.types):
-            r = np.asarray(r)
-            env[o] = r if r.dtype.name == t.dtype else r.astype(t.dtype)
+        env.update(zip(n.outputs, run_node(n, [env[i] for i in n.inputs])))
     # a kernel writes its outputs into buffers of its own: never hand back a view of
     # an input (a broadcast_to output, say), whose buffer the caller may reuse
     return [env[o] if env[o].base is None else env[o].copy() for o in body.outputs]
@@ -525,15 +520,11 @@ class _Fuser:
     def build(self) -> Graph:
         g = self.g
         groups = [grp for grp in self.groups if grp.alive and grp.members]
-        member_of = {}
         for grp in groups:
             # a contraction's epilogue may hold ops recorded before the matmul (they do
             # not feed it): the matmul goes first, the rest keep their order
             grp.members.sort(key=lambda m: (m[2] != "mm", m[0]) if grp.kind == "contraction"
                              else m[0])
-            for mem in grp.members:
-                for o in mem[1].outputs:
-                    member_of[o] = grp.gid
         readers: dict = {}  # value -> set of gids reading it (-1: the graph's outputs)
         for grp in groups:
             for mem in grp.members:
@@ -553,7 +544,7 @@ class _Fuser:
             if not fused:
                 nodes = [m[1] for m in grp.members]
             else:
-                nodes = self._fused_node(grp, member_of, readers)
+                nodes = self._fused_node(grp, readers)
                 if not nodes:  # nothing reads the group: dead code
                     continue
             reads = {i for nd in nodes for i in nd.inputs}
@@ -566,7 +557,7 @@ class _Fuser:
                 units.append((-1, [n], set()))
         return _order(g, units)
 
-    def _fused_node(self, grp: _Group, member_of, readers) -> Node:
+    def _fused_node(self, grp: _Group, readers) -> list:
         mine = {o for m in grp.members for o in m[1].outputs}
         outputs = [
             o for m in grp.members for o in m[1].outputs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, dtype_name
+from ..ir import Graph, run_node
 
 
 def run(graph: Graph, feeds: dict) -> list:
@@ -36,12 +36,8 @@ def run(graph: Graph, feeds: dict) -> list:
     for idx, n in enumerate(graph.nodes):
         if n.op.forward is None:
             raise NotImplementedError(f"op {n.op.name} cannot be interpreted (no numpy reference)")
-        res = n.op.forward(*[env[i] for i in n.inputs], **dict(n.attrs))
-        res = res if len(n.outputs) > 1 else (res,)
+        res = run_node(n, [env[i] for i in n.inputs])
         for o, r, t in zip(n.outputs, res, n.types):
-            r = np.asarray(r)
-            if dtype_name(r.dtype) != t.dtype:
-                r = r.astype(t.dtype)
             s = slot_of.get(o)
             if s is not None:
                 buf = slots[s].reshape(t.shape)
