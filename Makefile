@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo bench lint clean
+.PHONY: test test-cpu demo bench lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -13,6 +13,11 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# the whole suite with every gradient compiled by the cpu backend (slow: one Numba
+# compile per distinct graph; the kernel cache makes a second run fast)
+test-cpu: $(STAMP)
+	JITTAPE_BACKEND=cpu $(PY) -m pytest -q tests -W "error::jittape.backends.cpu.CompileWarning"
 
 demo: $(STAMP)
 	$(PY) examples/tape_basics.py

@@ -27,6 +27,7 @@ from .ops import (  # noqa: F401
 from .ops import nn  # noqa: F401
 from .tape import GradientTape, UnconnectedGradients, custom_gradient  # noqa: F401
 from .backends import get_backend, set_backend  # noqa: F401
+from . import cache  # noqa: F401
 from . import debugging  # noqa: F401
 from . import math  # noqa: F401
 from . import random, initializers, layers, optimizers, losses  # noqa: F401

@@ -17,6 +17,7 @@ import numpy as np
 import passes
 from passes.prune import gradient_path, prune_unreachable
 
+from . import backends
 from .ir import Const, Graph, Node, get_op
 from .ops import elementwise as E
 from .ops import reduction as R
@@ -130,7 +131,8 @@ def _input_key(t):
     return t._type
 
 
-def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None) -> tuple:
+def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None,
+                   backend=None) -> tuple:
     """The backward graph for a recorded trace, its feeds, and which sources it computes.
 
     ``targets``: target tensors; ``seeds``: one per target, ``None`` for ones or an
@@ -144,7 +146,7 @@ def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None) -> 
     """
     key, canon = structure_key(nodes, targets, seeds, source_ids, values)
     if pipeline is None:
-        pipeline = passes.cleanup_pipeline()
+        pipeline = backends.pipeline(backend)
     if key is not None:
         key = (key, tuple(passes.pass_key(p) for p in pipeline))
     if key is None:

@@ -121,8 +121,11 @@ class OpDef:
     infer(types, **attrs) -> Type (or tuple): shape/dtype rule; raises on bad input.
     vjp(g, out, *inputs, **attrs) -> tuple with one gradient (or None) per input,
         written with jittape ops so that it is differentiable again.
-    scalar: for elementwise ops, a format string over the input names
-        (``"math.tanh({0})"``) that code generation uses.
+    scalar: for elementwise ops, a Python expression for one element that code
+        generation uses: ``{0}``, ``{1}`` are the inputs, ``{dt}`` the output's numpy
+        scalar type (type every literal: ``{dt}(1)``), other fields the attributes; it
+        may call ``np.*`` and the vector math helpers ``_vm.*``
+        (``jittape/backends/vmath.py``), e.g. ``"_vm.jt_tanh({0})"``.
     """
 
     name: str

@@ -53,8 +53,9 @@ class GradientTape:
         tape.gradient(y, x)  # 6.0
     """
 
-    def __init__(self, persistent=False, watch_accessed_variables=True):
+    def __init__(self, persistent=False, watch_accessed_variables=True, backend=None):
         self._persistent = bool(persistent)
+        self._backend = None if backend is None else backends.check_backend(backend)
         self._watch_accessed = bool(watch_accessed_variables)
         self._recording = False
         self._released = False
@@ -280,12 +281,13 @@ class GradientTape:
         return [None if i is None else res.get(i) for i in ids]
 
     def _run_graph(self, targets, seeds, want):
+        backend = self._backend or backends.get_backend()
         graph, feeds, computed, consts = backward_graph(
-            self._nodes, targets, seeds, want, self._values
+            self._nodes, targets, seeds, want, self._values, backend=backend
         )
         if _VERIFY:
             verify(graph)
-        arrays = backends.run(graph, feeds) if graph.outputs else []
+        arrays = backends.run(graph, feeds, backend) if graph.outputs else []
         res = {}
         for k, sid in enumerate(want):
             if computed[k] is not None:
@@ -382,8 +384,9 @@ class GradientTape:
             return [None if per[0][k] is None else S.stack([p[k] for p in per], axis=stack_axis)
                     for k in range(len(ids))]
         # one backward graph, run once per seed
+        backend = self._backend or backends.get_backend()
         graph, feeds, computed, consts = backward_graph(
-            self._nodes, [t], [seed_fn(0)], want, self._values
+            self._nodes, [t], [seed_fn(0)], want, self._values, backend=backend
         )
         if _VERIFY:
             verify(graph)
@@ -393,7 +396,7 @@ class GradientTape:
         for j in range(n):
             if seed_id is not None:
                 feeds[seed_id] = seed_fn(j)
-            runs.append(backends.run(graph, feeds) if graph.outputs else [])
+            runs.append(backends.run(graph, feeds, backend) if graph.outputs else [])
         cols = []
         for sid in ids:
             if sid is None:

@@ -3,6 +3,15 @@
 import os
 
 os.environ.setdefault("JITTAPE_VERIFY", "1")
+# The semantics suite runs on the reference backend (every distinct graph would cost a
+# Numba compile on "cpu"); tests/test_cpu_*.py check cpu against it, and
+# `make test-cpu` runs everything on cpu.
+os.environ.setdefault("JITTAPE_BACKEND", "interpret")
+# compiled kernels persist between runs of the suite (CI starts cold)
+os.environ.setdefault(
+    "JITTAPE_CACHE_DIR",
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".jittape_cache"),
+)
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

@@ -1,31 +1,64 @@
-"""Backends run IR graphs. ``interpret`` (numpy, node by node) is the reference
-that every pass and every compiled backend is checked against."""
+"""Backends run IR graphs.
+
+- ``interpret`` (numpy, node by node) is the reference that every pass and every
+  compiled backend is checked against.
+- ``cpu`` (the default) generates Numba ``@njit`` kernels and one entry point per
+  graph, cached in memory and on disk (``jittape.cache``).
+"""
 
 from __future__ import annotations
 
+import os
+
 from . import interpret
 
-_BACKENDS = {"interpret": interpret}
-_PLANNED = ("cpu", "cuda")
-_current = ["interpret"]
+_NAMES = ("cpu", "interpret")
+_PLANNED = ("cuda",)
+_current = [os.environ.get("JITTAPE_BACKEND", "cpu")]
+if _current[0] not in _NAMES:
+    _current[0] = "cpu"
+
+
+def _module(name: str):
+    if name == "interpret":
+        return interpret
+    if name == "cpu":
+        from . import cpu  # imports numba: only when first needed
+
+        return cpu
+    raise ValueError(f"unknown backend {name!r}; choose one of {list(_NAMES)}")
+
+
+def check_backend(name: str) -> str:
+    """``name`` if it is a backend that exists; a clear error otherwise."""
+    if name in _NAMES:
+        return name
+    if name in _PLANNED:
+        raise NotImplementedError(
+            f"backend {name!r} is not built yet; choose one of {list(_NAMES)}")
+    raise ValueError(f"unknown backend {name!r}; choose one of {list(_NAMES)}")
 
 
 def set_backend(name: str) -> None:
-    """Choose the backend that runs backward graphs (and, later, traced functions)."""
-    if name in _BACKENDS:
-        _current[0] = name
-        return
-    if name in _PLANNED:
-        raise NotImplementedError(
-            f"backend {name!r} is not built yet; 'interpret' is available now"
-        )
-    raise ValueError(f"unknown backend {name!r}; choose one of {sorted(_BACKENDS)}")
+    """Choose the backend that runs backward graphs (and, later, traced functions):
+    ``"cpu"`` (compiled with Numba, the default) or ``"interpret"`` (numpy)."""
+    _current[0] = check_backend(name)
 
 
 def get_backend() -> str:
     return _current[0]
 
 
+def pipeline(backend: str | None = None) -> tuple:
+    """The passes a graph goes through before ``backend`` runs it."""
+    name = backend or _current[0]
+    if name == "interpret":
+        import passes
+
+        return passes.cleanup_pipeline()
+    return _module(name).pipeline()
+
+
 def run(graph, feeds: dict, backend: str | None = None) -> list:
     """Run ``graph`` with ``feeds`` (input id -> ndarray); returns the output arrays."""
-    return _BACKENDS[backend or _current[0]].run(graph, feeds)
+    return _module(backend or _current[0]).run(graph, feeds)

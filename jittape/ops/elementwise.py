@@ -92,7 +92,7 @@ abs_op = defop(
 )
 sign_op = defop(
     "sign", inputs=1, kind="elementwise", forward=np.sign, infer=SAME,
-    vjp=lambda g, out, x: (None,), scalar="_sign({0})",  # derivative 0 almost everywhere
+    vjp=lambda g, out, x: (None,), scalar="_vm.jt_sign({0})",  # derivative 0 almost everywhere
 )
 square_op = defop(
     "square", inputs=1, kind="elementwise", forward=np.square, infer=SAME,
@@ -100,38 +100,38 @@ square_op = defop(
 )
 reciprocal_op = defop(
     "reciprocal", inputs=1, kind="elementwise", forward=_errstate(np.reciprocal), infer=FLOAT,
-    vjp=lambda g, out, x: (negative(multiply(g, square(out))),), scalar="(1 / {0})",
+    vjp=lambda g, out, x: (negative(multiply(g, square(out))),), scalar="({dt}(1) / {0})",
     domain=("positive",),
 )
 sqrt_op = defop(
     "sqrt", inputs=1, kind="elementwise", forward=_errstate(np.sqrt), infer=FLOAT,
-    vjp=lambda g, out, x: (divide(multiply(g, 0.5), out),), scalar="math.sqrt({0})",
+    vjp=lambda g, out, x: (divide(multiply(g, 0.5), out),), scalar="np.sqrt({0})",
     domain=("positive",),
 )
 exp_op = defop(
     "exp", inputs=1, kind="elementwise", forward=_errstate(np.exp), infer=FLOAT,
-    vjp=lambda g, out, x: (multiply(g, out),), scalar="math.exp({0})",
+    vjp=lambda g, out, x: (multiply(g, out),), scalar="_vm.jt_exp({0})",
 )
 log_op = defop(
     "log", inputs=1, kind="elementwise", forward=_errstate(np.log), infer=FLOAT,
-    vjp=lambda g, out, x: (divide(g, x),), scalar="math.log({0})", domain=("positive",),
+    vjp=lambda g, out, x: (divide(g, x),), scalar="_vm.jt_log({0})", domain=("positive",),
 )
 log1p_op = defop(
     "log1p", inputs=1, kind="elementwise", forward=_errstate(np.log1p), infer=FLOAT,
-    vjp=lambda g, out, x: (divide(g, add(x, 1)),), scalar="math.log1p({0})",
+    vjp=lambda g, out, x: (divide(g, add(x, 1)),), scalar="_vm.jt_log1p({0})",
     domain=("positive",),
 )
 sin_op = defop(
     "sin", inputs=1, kind="elementwise", forward=np.sin, infer=FLOAT,
-    vjp=lambda g, out, x: (multiply(g, cos(x)),), scalar="math.sin({0})",
+    vjp=lambda g, out, x: (multiply(g, cos(x)),), scalar="np.sin({0})",
 )
 cos_op = defop(
     "cos", inputs=1, kind="elementwise", forward=np.cos, infer=FLOAT,
-    vjp=lambda g, out, x: (negative(multiply(g, sin(x))),), scalar="math.cos({0})",
+    vjp=lambda g, out, x: (negative(multiply(g, sin(x))),), scalar="np.cos({0})",
 )
 tanh_op = defop(
     "tanh", inputs=1, kind="elementwise", forward=np.tanh, infer=FLOAT,
-    vjp=lambda g, out, x: (multiply(g, subtract(1, square(out))),), scalar="math.tanh({0})",
+    vjp=lambda g, out, x: (multiply(g, subtract(1, square(out))),), scalar="_vm.jt_tanh({0})",
 )
 
 
@@ -146,13 +146,13 @@ def _sigmoid_fwd(x):
 sigmoid_op = defop(
     "sigmoid", inputs=1, kind="elementwise", forward=_sigmoid_fwd, infer=FLOAT,
     vjp=lambda g, out, x: (multiply(g, multiply(out, subtract(1, out))),),
-    scalar="_sigmoid({0})",
+    scalar="_vm.jt_sigmoid({0})",
 )
 # a primitive so that relu'(0) = 0 (maximum(x, 0) would give the tie to x)
 relu_op = defop(
     "relu", inputs=1, kind="elementwise", forward=lambda x: np.maximum(x, 0).astype(x.dtype),
     infer=SAME, vjp=lambda g, out, x: (where(greater(x, 0), g, zeros_like(g)),),
-    scalar="max({0}, 0)", domain=("away_from_zero",),
+    scalar="_vm.jt_relu({0})", domain=("away_from_zero",),
 )
 
 
@@ -170,11 +170,11 @@ def _min_vjp(g, out, x, y):
 
 maximum_op = defop(
     "maximum", inputs=2, kind="elementwise", forward=np.maximum, infer=SAME, vjp=_max_vjp,
-    scalar="max({0}, {1})", domain=("no_ties",),
+    scalar="_vm.jt_maximum({0}, {1})", domain=("no_ties",),
 )
 minimum_op = defop(
     "minimum", inputs=2, kind="elementwise", forward=np.minimum, infer=SAME, vjp=_min_vjp,
-    scalar="min({0}, {1})", domain=("no_ties",),
+    scalar="_vm.jt_minimum({0}, {1})", domain=("no_ties",),
 )
 
 
@@ -189,15 +189,15 @@ def _floordiv_fwd(x, y):
 
 floordiv_op = defop(
     "floordiv", inputs=2, kind="elementwise", forward=_floordiv_fwd, infer=SAME,
-    vjp=NO_GRADIENT, scalar="({0} // {1})",
+    vjp=NO_GRADIENT, scalar="_vm.jt_floordiv({0}, {1})",
 )
 floormod_op = defop(
     "floormod", inputs=2, kind="elementwise", forward=_errstate(np.mod), infer=SAME,
-    vjp=NO_GRADIENT, scalar="({0} % {1})",
+    vjp=NO_GRADIENT, scalar="_vm.jt_floormod({0}, {1})",
 )
 floor_op = defop(
     "floor", inputs=1, kind="elementwise", forward=np.floor, infer=FLOAT,
-    vjp=lambda g, out, x: (None,), scalar="math.floor({0})",
+    vjp=lambda g, out, x: (None,), scalar="np.floor({0})",
 )
 
 
@@ -229,11 +229,11 @@ def _bool_infer(types, **attrs):
 
 logical_and_op = defop(
     "logical_and", inputs=2, kind="elementwise", forward=np.logical_and, infer=_bool_infer,
-    vjp=NO_GRADIENT, scalar="({0} and {1})", commutative=True,
+    vjp=NO_GRADIENT, scalar="({0} & {1})", commutative=True,
 )
 logical_or_op = defop(
     "logical_or", inputs=2, kind="elementwise", forward=np.logical_or, infer=_bool_infer,
-    vjp=NO_GRADIENT, scalar="({0} or {1})", commutative=True,
+    vjp=NO_GRADIENT, scalar="({0} | {1})", commutative=True,
 )
 logical_not_op = defop(
     "logical_not", inputs=1, kind="elementwise", forward=np.logical_not, infer=_bool_infer,
@@ -308,7 +308,7 @@ def _cast_vjp(g, out, x, dtype):
 
 cast_op = defop(
     "cast", inputs=1, kind="elementwise", forward=_cast_fwd, infer=_cast_infer, vjp=_cast_vjp,
-    scalar="_cast_{dtype}({0})",
+    scalar="{dt}({0})",
 )
 
 

@@ -1,0 +1,1033 @@
+"""The Numba CPU backend: an optimized graph becomes one generated Python module of
+``@njit`` kernels and one entry point that runs them all.
+
+The path of one op, ``jt.tanh(x)`` in a backward graph::
+
+    tanh node  --passes.fuse-->  fused loop node (body: ..., tanh, ...)
+               --emit.emit_values-->  "v7 = _vm.jt_tanh(v5)  # tanh"
+               --_Gen.loop-->  for i0 in prange(1000000): ... inside def k0(...)
+               --entry-->  def entry(in0, ..., o0): k0(in0, ..., o0)
+
+- One loop nest per fused group; inputs broadcast by index arithmetic (``a1[0, i1]``),
+  no temporaries. Reductions carry their elementwise prologue and epilogue; a
+  reduction over trailing axes keeps a scalar accumulator, others accumulate into
+  an array in loop order. Contractions call BLAS (``np.dot`` inside nopython code),
+  then run their epilogue in place over the product.
+- Shape ops are views in the entry (``reshape``, ``transpose``, slices); a
+  ``broadcast_to`` feeding a kernel is not materialised at all.
+- Large iteration spaces use ``prange`` (``parallel=True``); small ones do not.
+- Every kernel says in a comment which ops it holds.
+- The entry takes every array as an argument (inputs, constants, buffers of the
+  buffer plan, outputs), so the module has no closures or dynamic globals and
+  Numba's on-disk cache (``cache=True``) serves it to the next process.
+
+A graph that cannot be compiled runs on ``interpret`` with one warning naming the op.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+import time
+import warnings
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import cache as _cache
+from ..errors import InvalidArgumentError
+from ..ir import Graph, Node, freeze_attrs
+from . import blas, interpret
+from .emit import (
+    GENERATOR_VERSION, REDUCE_INIT, Unsupported, emit_values, literal, np_type, reduce_step,
+)
+
+# Iteration spaces at least this large (in element-ops) run their outer loop on threads.
+PARALLEL_MIN = int(os.environ.get("JITTAPE_PARALLEL_MIN", 1 << 16))
+# Transcendental helpers cost several arithmetic ops each.
+_HEAVY = frozenset({"exp", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "pow", "sqrt"})
+
+
+def _fastmath():
+    """Kernels' fast-math flags: reassociation (needed for vectorized reductions) and
+    contraction to FMA, never ``nnan``/``ninf``, so NaN and Inf keep their meaning.
+    ``JITTAPE_FASTMATH=0`` turns them off."""
+    if os.environ.get("JITTAPE_FASTMATH", "1") in ("0", "", "false"):
+        return "False"
+    return '{"reassoc", "contract"}'
+
+
+class CompileWarning(UserWarning):
+    """A graph could not be compiled and runs on the interpret backend instead."""
+
+
+blas.limit_threads()
+
+stats = {"graphs": 0, "compiled": 0, "disk_hits": 0, "fallbacks": 0, "compile_seconds": 0.0}
+
+
+# ---------------------------------------------------------------------------
+# Code generation
+
+
+def _shape(s) -> str:
+    return "(" + "".join(f"{int(d)}, " for d in s).rstrip(" ") + ")"
+
+
+def _index(shape, space_vars: list) -> str:
+    """Index expression for an operand of ``shape`` read over a loop nest whose
+    variables are ``space_vars`` (one per space dim, or a literal ``"0"``): numpy
+    broadcasting, right-aligned, size-1 dims read at 0."""
+    r, k = len(space_vars), len(shape)
+    if k == 0:
+        return "()"
+    parts = []
+    for j, d in enumerate(shape):
+        v = space_vars[r - k + j]
+        parts.append("0" if d == 1 else v)
+    return ", ".join(parts) if k > 1 else parts[0]
+
+
+def _fmt_key(key) -> str:
+    parts = []
+    for k in key:
+        if isinstance(k, tuple) and k and k[0] == "slice":
+            a, b, c = ("" if p is None else str(p) for p in k[1:])
+            parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
+        elif k == "...":
+            parts.append("...")
+        elif k == "newaxis":
+            parts.append("None")
+        else:
+            parts.append(str(int(k)))
+    if not parts:
+        return "..."
+    return ", ".join(parts) + ("," if len(parts) == 1 else "")
+
+
+def _decode_key(key):
+    out = []
+    for k in key:
+        if isinstance(k, tuple) and k and k[0] == "slice":
+            out.append(slice(*k[1:]))
+        elif k == "...":
+            out.append(Ellipsis)
+        elif k == "newaxis":
+            out.append(None)
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= int(x)
+    return n
+
+
+class _Operand:
+    __slots__ = ("var", "shape", "contig")
+
+    def __init__(self, var, shape, contig):
+        self.var, self.shape, self.contig = var, tuple(shape), contig
+
+
+class _Gen:
+    """Builds the module source for one graph."""
+
+    def __init__(self, graph: Graph):
+        self.g = graph
+        self.types = graph.types()
+        self.kernels: list = []  # source blocks
+        self.kinfo: list = []  # (name, description) per kernel
+        self.entry: list = []
+        self.params: list = []
+        self.consts: list = []  # const arrays fed to the entry
+        self.val: dict = {}  # value id -> _Operand in the entry
+        self.base: dict = {}  # value id -> _Operand a broadcast_to value views
+        plan = graph.buffers
+        self.slot_of = plan.slot_of() if plan is not None else {}
+        self.slots = list(plan.slots) if plan is not None else []
+        self.out_pos: dict = {}
+        for k, o in enumerate(graph.outputs):
+            self.out_pos.setdefault(o, k)
+
+    # -- entry-level values --------------------------------------------------
+    def dest(self, v) -> str:
+        """The array a kernel writes value ``v`` into (declared in the entry)."""
+        t = self.types[v]
+        k = self.out_pos.get(v)
+        if k is not None:
+            name = f"o{k}"
+        else:
+            name = f"t{v}"
+            s = self.slot_of.get(v)
+            if s is not None and t.rank > 0:
+                self.entry.append(f"{name} = w{s}[:{t.size}].reshape({_shape(t.shape)})")
+            else:
+                self.entry.append(f"{name} = np.empty({_shape(t.shape)}, {np_type(t.dtype)})")
+        self.val[v] = _Operand(name, t.shape, True)
+        return name
+
+    def operand(self, v) -> _Operand:
+        """How a kernel reads ``v``: the array itself, or what a broadcast views."""
+        b = self.base.get(v)
+        return b if b is not None else self.val[v]
+
+    def contiguous(self, v) -> str:
+        op = self.val[v]
+        if op.contig or len(op.shape) == 0:
+            return op.var
+        return f"np.ascontiguousarray({op.var})"
+
+    # -- the whole graph ---------------------------------------------------------
+    def build(self) -> str:
+        g = self.g
+        for k, v in enumerate(g.inputs):
+            self.params.append(f"in{k}")
+            self.val[v] = _Operand(f"in{k}", self.types[v].shape, True)
+        for n in g.nodes:
+            self.node(n)
+        for k, o in enumerate(g.outputs):
+            src = self.val[o]
+            if src.var != f"o{k}":
+                if self.types[o].rank == 0:
+                    self.entry.append(f"o{k}[()] = {src.var}[()]")
+                else:
+                    self.entry.append(f"o{k}[...] = {src.var}")
+        params = (self.params + [f"c{k}" for k in range(len(self.consts))]
+                  + [f"w{k}" for k in range(len(self.slots))]
+                  + [f"o{k}" for k in range(len(g.outputs))])
+        head = [
+            f"# jittape generated module: graph {g.name!r}, {len(g.nodes)} nodes, "
+            f"{len(self.kernels)} kernels",
+            f"# generator {GENERATOR_VERSION}, vector math {_vm_version()}",
+            "import numpy as np",
+            "import numba",
+            "from numba import prange  # noqa: F401",
+            "from jittape.backends import vmath as _vm  # noqa: F401",
+            "from jittape.errors import InvalidArgumentError  # noqa: F401",
+            "",
+        ]
+        entry = [
+            "",
+            "@numba.njit(cache=True, error_model='numpy', nogil=True)",
+            f"def entry({', '.join(params)}):",
+            f'    """Runs the graph\'s {len(self.kernels)} kernels in order."""',
+        ]
+        entry += ["    " + ln for ln in self.entry] + ["    return 0", ""]
+        return "\n".join(head + self.kernels + entry)
+
+    def node(self, n: Node):
+        name = n.op.name
+        t = n.types
+        if name in ("identity", "stop_gradient", "read"):
+            self.val[n.outputs[0]] = self.val[n.inputs[0]]
+            if n.inputs[0] in self.base:
+                self.base[n.outputs[0]] = self.base[n.inputs[0]]
+            return
+        if name == "const":
+            a = dict(n.attrs)["value"].array
+            k = len(self.consts)
+            self.consts.append(_contig(a))
+            self.val[n.outputs[0]] = _Operand(f"c{k}", a.shape, True)
+            return
+        if name == "reshape":
+            x, o = n.inputs[0], n.outputs[0]
+            var = f"t{o}"
+            self.entry.append(f"{var} = {self.contiguous(x)}.reshape({_shape(t[0].shape)})")
+            self.val[o] = _Operand(var, t[0].shape, True)
+            return
+        if name == "transpose":
+            x, o = n.inputs[0], n.outputs[0]
+            perm = tuple(dict(n.attrs)["perm"])
+            var = f"t{o}"
+            self.entry.append(f"{var} = np.transpose({self.val[x].var}, {_shape(perm)})")
+            self.val[o] = _Operand(var, t[0].shape, perm == tuple(range(len(perm))))
+            return
+        if name == "broadcast_to":
+            x, o = n.inputs[0], n.outputs[0]
+            src = self.operand(x)
+            self.base[o] = src
+            var = f"t{o}"
+            self.entry.append(f"{var} = np.broadcast_to({src.var}, {_shape(t[0].shape)})")
+            self.val[o] = _Operand(var, t[0].shape, tuple(src.shape) == tuple(t[0].shape)
+                                   and src.contig)
+            return
+        if name == "strided_slice":
+            x, o = n.inputs[0], n.outputs[0]
+            var = f"t{o}"
+            key = dict(n.attrs)["key"]
+            self.entry.append(f"{var} = {self.val[x].var}[{_fmt_key(key)}]")
+            self.val[o] = _Operand(var, t[0].shape, False)
+            return
+        if name == "fill":
+            o = n.outputs[0]
+            a = dict(n.attrs)
+            d = self.dest(o)
+            self.entry.append(f"{d}[...] = {literal(a['value'], t[0].dtype)}  # fill")
+            return
+        if name == "fused":
+            self.fused(n)
+            return
+        kind = n.op.kind
+        if kind == "elementwise" and len(n.outputs) == 1:
+            self.fused(_wrap(n, "loop", self.types, space=t[0].shape))
+            return
+        if kind == "reduction" and n.op.extra.get("monoid"):
+            a = dict(n.attrs)
+            space = self.types[n.inputs[0]].shape
+            self.fused(_wrap(n, "reduction", self.types, space=space, axes=tuple(a["axis"]),
+                             keepdims=bool(a["keepdims"]), rspace=t[0].shape))
+            return
+        if kind == "contraction":
+            self.fused(_wrap(n, "contraction", self.types, space=t[0].shape))
+            return
+        special = getattr(self, "op_" + name, None)
+        if special is None:
+            raise Unsupported(name, "the cpu backend has no code generator for it")
+        special(n)
+
+    # -- kernels ---------------------------------------------------------------
+    def kernel(self, desc: str, args: list, body: list, parallel: bool, fastmath: str | None):
+        """Add one kernel function and its call from the entry."""
+        name = f"k{len(self.kernels)}"
+        fm = _fastmath() if fastmath is None else fastmath
+        par = ", parallel=True" if parallel else ""
+        src = [
+            f"@numba.njit(cache=True, error_model='numpy', fastmath={fm}, nogil=True{par})",
+            f"def {name}({', '.join(p for p, _ in args)}):",
+            f"    # {desc}",
+        ]
+        src += ["    " + ln for ln in body]
+        src.append("")
+        self.kernels.append("\n".join(src))
+        self.kinfo.append((name, desc))
+        self.entry.append(f"{name}({', '.join(a for _, a in args)})")
+
+    def fused(self, n: Node):
+        from passes import body_phases
+
+        a = n.attr_dict
+        body, kind = a["body"], a["kind"]
+        phases = body_phases(n)
+        space = tuple(a["space"])
+        btypes = body.types()
+        args = []  # (param, entry expression)
+        env_in = {}  # body input / const leaf id -> (param, shape)
+        for j, (bv, v) in enumerate(zip(body.inputs, n.inputs)):
+            op = self.operand(v)
+            p = f"a{j}"
+            args.append((p, op.var))
+            env_in[bv] = (p, op.shape)
+        for b in body.nodes:
+            if b.op.name == "const" and b.types[0].size != 1:
+                arr = dict(b.attrs)["value"].array
+                k = len(self.consts)
+                self.consts.append(_contig(arr))
+                p = f"b{len(args)}"
+                args.append((p, f"c{k}"))
+                env_in[b.outputs[0]] = (p, arr.shape)
+        outs = []
+        for j, o in enumerate(n.outputs):
+            d = self.dest(o)
+            p = f"r{j}"
+            args.append((p, d))
+            outs.append((body.outputs[j], p, btypes[body.outputs[j]].shape))
+        ops = [b.op.name for b in body.nodes if b.op.name not in ("const", "fill")]
+        desc = (f"{kind} over {_tstr(space, n.types[0].dtype)}"
+                + (f" reducing axes {list(a['axes'])}" if kind == "reduction" else "")
+                + ": " + ", ".join(ops))
+        heavy = sum(1 for b in body.nodes if b.op.name in _HEAVY)
+        work = _prod(space) * (1 + 4 * heavy)
+        if kind == "loop":
+            lines, par = self.loop_body(body, phases, env_in, outs, space, work)
+            fm = None
+        elif kind == "reduction":
+            lines, par = self.reduction_body(body, phases, env_in, outs, a, work)
+            fm = None
+        else:
+            lines, par = self.contraction_body(body, phases, env_in, outs, space, work)
+            fm = None
+        self.kernel(desc, args, lines, par, fm)
+
+    @staticmethod
+    def loads(nodes, env_in, space_vars, prefix="x"):
+        """Assignments loading each body input ``nodes`` read, and the env they give."""
+        env, lines = {}, []
+        need = []
+        for b in nodes:
+            for i in b.inputs:
+                if i in env_in and i not in need:
+                    need.append(i)
+        for i in need:
+            p, shape = env_in[i]
+            lines.append(f"{prefix}{i} = {p}[{_index(shape, space_vars)}]")
+            env[i] = f"{prefix}{i}"
+        return env, lines
+
+    def loop_nest(self, space, parallel, first=0):
+        """Header lines of a loop nest over ``space`` and its index variable names."""
+        lines, vars_ = [], []
+        for d, size in enumerate(space):
+            v = f"i{first + d}"
+            rng = "prange" if parallel and d == 0 else "range"
+            lines.append("    " * d + f"for {v} in {rng}({int(size)}):")
+            vars_.append(v)
+        return lines, vars_
+
+    def loop_body(self, body, phases, env_in, outs, space, work):
+        par = work >= PARALLEL_MIN and len(space) > 0
+        head, vars_ = self.loop_nest(space, par)
+        ind = "    " * len(space)
+        nodes = [b for b in body.nodes]
+        env, lines = self.loads([b for b in nodes if phases.get(b.outputs[0]) != "leaf"]
+                                + _output_readers(body, env_in), env_in, vars_)
+        lines += emit_values(nodes, env)
+        for bo, p, shape in outs:
+            lines.append(f"{p}[{_index(shape, vars_)}] = {env[bo]}")
+        return head + [ind + ln for ln in lines], par
+
+    def reduction_body(self, body, phases, env_in, outs, a, work):
+        space, axes = tuple(a["space"]), tuple(a["axes"])
+        keepdims, rspace = bool(a["keepdims"]), tuple(a["rspace"])
+        r = len(space)
+        btypes = body.types()
+        pro = [b for b in body.nodes if phases[b.outputs[0]] in ("pro", "leaf")]
+        reds = [b for b in body.nodes if phases[b.outputs[0]] == "red"]
+        epi = [b for b in body.nodes if phases[b.outputs[0]] == "epi"]
+        kept = [d for d in range(r) if d not in axes]
+        suffix = tuple(axes) == tuple(range(r - len(axes), r))
+        out_of = {bo: (p, shape) for bo, p, shape in outs}
+        pro_outs = [(bo, p, s) for bo, p, s in outs if phases.get(bo) in ("pro",)]
+        sum_only = all(b.op.extra["monoid"] == "add" for b in reds)
+
+        def rvars(space_vars):
+            if keepdims:
+                return [space_vars[d] if d in kept else "0" for d in range(r)]
+            return [space_vars[d] for d in kept]
+
+        lines: list = []
+        if suffix:
+            # outer loops over kept dims, a scalar accumulator per reduction inside
+            par_outer = bool(kept) and work >= PARALLEL_MIN
+            par_inner = not kept and work >= PARALLEL_MIN and sum_only
+            head, kvars = [], []
+            for j, d in enumerate(kept):
+                rng = "prange" if par_outer and j == 0 else "range"
+                head.append("    " * j + f"for i{d} in {rng}({space[d]}):")
+                kvars.append(f"i{d}")
+            ind = "    " * len(kept)
+            lines += head
+            for b in reds:
+                dt = b.types[0].dtype
+                lines.append(ind + f"acc{b.outputs[0]} = {REDUCE_INIT[b.op.extra['monoid']](dt)}")
+            inner = []
+            for j, d in enumerate(axes):
+                rng = "prange" if par_inner and j == 0 else "range"
+                inner.append("    " * j + f"for i{d} in {rng}({space[d]}):")
+            ind2 = ind + "    " * len(axes)
+            svars = [f"i{d}" for d in range(r)]
+            readers = pro + reds + _output_readers(body, env_in, pro_outs)
+            env, ld = self.loads(readers, env_in, svars)
+            body_lines = ld + emit_values(pro, env)
+            for bo, p, s in pro_outs:
+                body_lines.append(f"{p}[{_index(s, svars)}] = {env[bo]}")
+            for b in reds:
+                acc = f"acc{b.outputs[0]}"
+                if b.op.extra["monoid"] == "add" and b.types[0].dtype != "bool":
+                    body_lines.append(f"{acc} += {env[b.inputs[0]]}")
+                else:
+                    step = reduce_step(b.op.extra["monoid"], acc, env[b.inputs[0]],
+                                       b.types[0].dtype)
+                    body_lines.append(f"{acc} = {step}")
+            lines += [ind + ln for ln in inner] + [ind2 + ln for ln in body_lines]
+            rv = rvars(svars)
+            env2 = {b.outputs[0]: f"acc{b.outputs[0]}" for b in reds}
+            for v, e in env.items():
+                if phases.get(v) == "leaf":
+                    env2[v] = e
+            ld2, env3 = self._epi_loads(epi, env_in, rv)
+            env2.update(env3)
+            tail = ld2 + emit_values(epi, env2)
+            for bo, p, s in outs:
+                if phases.get(bo) in ("red", "epi") or (bo in env_in and bo not in env):
+                    tail.append(f"{p}[{_index(s, rv)}] = {env2[bo]}")
+            lines += [ind + ln for ln in tail]
+            return lines, par_outer or par_inner
+        # accumulate into arrays of the reduced shape, walking the space in order
+        for b in reds:
+            o = b.outputs[0]
+            dt = b.types[0].dtype
+            if o in out_of:
+                lines.append(f"acc{o} = {out_of[o][0]}")
+            else:
+                lines.append(f"acc{o} = np.empty({_shape(rspace)}, {np_type(dt)})")
+            lines.append(f"acc{o}[...] = {REDUCE_INIT[b.op.extra['monoid']](dt)}")
+        par = bool(kept) and kept[0] == 0 and work >= PARALLEL_MIN
+        head, svars = self.loop_nest(space, par)
+        ind = "    " * r
+        env, ld = self.loads(pro + reds + _output_readers(body, env_in, pro_outs), env_in, svars)
+        body_lines = ld + emit_values(pro, env)
+        for bo, p, s in pro_outs:
+            body_lines.append(f"{p}[{_index(s, svars)}] = {env[bo]}")
+        rv = rvars(svars)
+        ridx = _index(rspace, rv)
+        for b in reds:
+            acc = f"acc{b.outputs[0]}[{ridx}]"
+            step = reduce_step(b.op.extra["monoid"], acc, env[b.inputs[0]], b.types[0].dtype)
+            body_lines.append(f"{acc} = {step}")
+        lines += head + [ind + ln for ln in body_lines]
+        # the epilogue over the reduced shape
+        ehead, evars = self.loop_nest(rspace, False, first=r)
+        eind = "    " * len(rspace)
+        env2 = {b.outputs[0]: f"acc{b.outputs[0]}[{_index(rspace, evars)}]" for b in reds}
+        for v, e in env.items():
+            if phases.get(v) == "leaf":
+                env2[v] = e
+        ld2, env3 = self._epi_loads(epi, env_in, evars)
+        env2.update(env3)
+        tail = ld2 + emit_values(epi, env2)
+        for bo, p, s in outs:
+            if phases.get(bo) == "epi" or (bo in env_in and bo not in env):
+                tail.append(f"{p}[{_index(s, evars)}] = {env2[bo]}")
+        if any(phases.get(bo) == "epi" or bo in env_in for bo, _, _ in outs):
+            lines += ehead + [eind + ln for ln in tail]
+        del btypes
+        return lines, par
+
+    def _epi_loads(self, nodes, env_in, vars_):
+        env, lines = {}, []
+        for b in nodes:
+            for i in b.inputs:
+                if i in env_in and i not in env:
+                    p, shape = env_in[i]
+                    lines.append(f"y{i} = {p}[{_index(shape, vars_)}]")
+                    env[i] = f"y{i}"
+        return lines, env
+
+    def contraction_body(self, body, phases, env_in, outs, space, work):
+        mm = body.nodes[[b.op.kind for b in body.nodes].index("contraction")]
+        lead = [b for b in body.nodes if phases[b.outputs[0]] == "leaf"]
+        epi = [b for b in body.nodes if phases[b.outputs[0]] == "epi"]
+        lines = []
+        prod_of = {b.outputs[0]: b for b in body.nodes}
+        operands = []
+        for j, i in enumerate(mm.inputs):
+            if i in env_in:
+                operands.append(env_in[i])
+                continue
+            leaf = prod_of.get(i)
+            if leaf is None or leaf.op.name not in ("fill", "const"):
+                raise Unsupported("matmul", "an operand computed inside its kernel")
+            # a uniform operand (a fill, a one-element constant): materialise it
+            t = leaf.types[0]
+            env0: dict = {}
+            emit_values([leaf], env0)
+            lines.append(f"mm{j} = np.full({_shape(t.shape)}, {env0[i]})")
+            operands.append((f"mm{j}", t.shape))
+        (pa, sa), (pb, sb) = operands
+        mo = mm.outputs[0]
+        out_of = {bo: p for bo, p, _ in outs}
+        target = out_of.get(mo)
+        if target is None:
+            # write the product into the first output (same shape), then the epilogue
+            # runs in place over it, element by element
+            cands = [p for bo, p, s in outs if tuple(s) == tuple(space)]
+            if cands and mm.types[0].dtype == body.types()[outs[0][0]].dtype:
+                target = cands[0]
+            else:
+                target = "prod"
+                lines.append(f"prod = np.empty({_shape(space)}, {np_type(mm.types[0].dtype)})")
+        batch = space[:-2]
+        if not batch:
+            lines.append(f"np.dot({pa}, {pb}, {target})")
+        else:
+            bvars = [f"i{d}" for d in range(len(batch))]
+            for d, size in enumerate(batch):
+                lines.append("    " * d + f"for i{d} in range({int(size)}):")
+            ind = "    " * len(batch)
+
+            def sub(p, s):
+                k = len(s) - 2
+                idx = [("0" if s[j] == 1 else bvars[len(batch) - k + j]) for j in range(k)]
+                return f"{p}[{', '.join(idx)}]" if idx else p
+
+            lines.append(ind + f"np.dot({sub(pa, sa)}, {sub(pb, sb)}, {sub(target, space)})")
+        if epi or any(bo != mo for bo, _, _ in outs):
+            par = work >= PARALLEL_MIN
+            head, vars_ = self.loop_nest(space, par)
+            ind = "    " * len(space)
+            env = {mo: f"m{mo}"}
+            loop = [f"m{mo} = {target}[{_index(space, vars_)}]"]
+            for b in lead:
+                if b.outputs[0] not in env_in:  # a literal (others are arguments)
+                    emit_values([b], env)
+            ld, envl = self._epi_loads(epi, env_in, vars_)
+            env.update(envl)
+            loop += ld + emit_values(epi, env)
+            for bo, p, s in outs:
+                if p == target and bo == mo:
+                    continue
+                loop.append(f"{p}[{_index(s, vars_)}] = {env[bo]}")
+            lines += head + [ind + ln for ln in loop]
+        else:
+            par = False
+        return lines, par
+
+    # -- ops that are not fused --------------------------------------------------
+    def _three(self, shape, axis):
+        return _prod(shape[:axis]), int(shape[axis]) if len(shape) else 1, _prod(shape[axis + 1:])
+
+    def op_argmax(self, n, cmp=">"):
+        (x,), o = n.inputs, n.outputs[0]
+        a = dict(n.attrs)
+        shape = self.types[x].shape
+        ax = int(a["axis"])
+        P, N, Q = self._three(shape, ax)
+        d = self.dest(o)
+        body = [
+            f"x = a0.reshape(({P}, {N}, {Q}))",
+            f"o = r0.reshape(({P}, {Q}))",
+            f"for p in range({P}):",
+            f"    for q in range({Q}):",
+            "        best = x[p, 0, q]",
+            "        at = 0",
+            f"        for k in range(1, {N}):",
+            "            v = x[p, k, q]",
+            f"            if v {cmp} best or (v != v and best == best):",
+            "                best = v",
+            "                at = k",
+            "        o[p, q] = at",
+        ]
+        self.kernel(f"{n.op.name} over axis {ax} of {_tstr(shape, self.types[x].dtype)}",
+                    [("a0", self.contiguous(x)), ("r0", d)], body, False, "False")
+
+    def op_argmin(self, n):
+        self.op_argmax(n, "<")
+
+    def op_gather(self, n):
+        p_, i_ = n.inputs
+        o = n.outputs[0]
+        ax = int(dict(n.attrs)["axis"])
+        ps = self.types[p_].shape
+        P, N, Q = self._three(ps, ax)
+        M = self.types[i_].size
+        d = self.dest(o)
+        body = [
+            f"p = a0.reshape(({P}, {N}, {Q}))",
+            f"ix = a1.reshape(({M},))",
+            f"o = r0.reshape(({P}, {M}, {Q}))",
+            f"for m in range({M}):",
+            f"    if ix[m] < 0 or ix[m] >= {N}:",
+            f"        raise InvalidArgumentError('gather: an index is not in [0, {N})')",
+            f"for pp in range({P}):",
+            f"    for m in range({M}):",
+            "        j = ix[m]",
+            f"        for q in range({Q}):",
+            "            o[pp, m, q] = p[pp, j, q]",
+        ]
+        self.kernel(f"gather along axis {ax} of {_tstr(ps, self.types[p_].dtype)}",
+                    [("a0", self.contiguous(p_)), ("a1", self.contiguous(i_)), ("r0", d)],
+                    body, False, "False")
+
+    def op_scatter_add(self, n):
+        g_, i_ = n.inputs
+        o = n.outputs[0]
+        a = dict(n.attrs)
+        ax, shape = int(a["axis"]), tuple(a["shape"])
+        P, N, Q = self._three(shape, ax)
+        M = self.types[i_].size
+        d = self.dest(o)
+        body = [
+            f"g = a0.reshape(({P}, {M}, {Q}))",
+            f"ix = a1.reshape(({M},))",
+            f"o = r0.reshape(({P}, {N}, {Q}))",
+            "o[...] = 0",
+            f"for m in range({M}):",
+            f"    if ix[m] < 0 or ix[m] >= {N}:",
+            f"        raise InvalidArgumentError('scatter_add: an index is not in [0, {N})')",
+            f"for pp in range({P}):",
+            f"    for m in range({M}):",
+            "        j = ix[m]",
+            f"        for q in range({Q}):",
+            "            o[pp, j, q] += g[pp, m, q]",
+        ]
+        self.kernel(f"scatter_add along axis {ax} into {_tstr(shape, n.types[0].dtype)}",
+                    [("a0", self.contiguous(g_)), ("a1", self.contiguous(i_)), ("r0", d)],
+                    body, False, "False")
+
+    def op_one_hot(self, n):
+        (i_,), o = n.inputs, n.outputs[0]
+        a = dict(n.attrs)
+        ishape = self.types[i_].shape
+        ax = int(a["axis"])
+        ax = len(ishape) if ax < 0 else ax
+        depth, dt = int(a["depth"]), n.types[0].dtype
+        P, Q = _prod(ishape[:ax]), _prod(ishape[ax:])
+        d = self.dest(o)
+        on, off = literal(a["on_value"], dt), literal(a["off_value"], dt)
+        body = [
+            f"ix = a0.reshape(({P}, {Q}))",
+            f"o = r0.reshape(({P}, {depth}, {Q}))",
+            f"for p in range({P}):",
+            f"    for k in range({depth}):",
+            f"        for q in range({Q}):",
+            f"            o[p, k, q] = {on} if ix[p, q] == k else {off}",
+        ]
+        self.kernel(f"one_hot depth {depth} of {_tstr(ishape, self.types[i_].dtype)}",
+                    [("a0", self.contiguous(i_)), ("r0", d)], body, False, "False")
+
+    def op_concat(self, n):
+        o = n.outputs[0]
+        ax = int(dict(n.attrs)["axis"])
+        shape = n.types[0].shape
+        P, N, Q = self._three(shape, ax)
+        d = self.dest(o)
+        args = [("r0", d)]
+        body = [f"o = r0.reshape(({P}, {N}, {Q}))"]
+        off = 0
+        for j, x in enumerate(n.inputs):
+            m = int(self.types[x].shape[ax])
+            args.append((f"a{j}", self.contiguous(x)))
+            body.append(f"o[:, {off}:{off + m}, :] = a{j}.reshape(({P}, {m}, {Q}))")
+            off += m
+        self.kernel(f"concat along axis {ax} into {_tstr(shape, n.types[0].dtype)}",
+                    args, body, False, "False")
+
+    def op_strided_slice_grad(self, n):
+        (g_,), o = n.inputs, n.outputs[0]
+        a = dict(n.attrs)
+        shape, key = tuple(a["shape"]), tuple(a["key"])
+        sel = np.empty(shape, dtype=bool)[_decode_key(tuple(k for k in key if k != "newaxis"))]
+        plain = tuple(k for k in key if k != "newaxis")
+        d = self.dest(o)
+        body = ["r0[...] = 0", f"r0[{_fmt_key(plain)}] = a0.reshape({_shape(sel.shape)})"]
+        self.kernel(f"strided_slice_grad into {_tstr(shape, n.types[0].dtype)}",
+                    [("a0", self.contiguous(g_)), ("r0", d)], body, False, "False")
+
+    def op_check_numerics(self, n):
+        (x,), o = n.inputs, n.outputs[0]
+        t = self.types[x]
+        msg = str(dict(n.attrs)["message"])
+        if not t.is_float:
+            self.val[o] = self.val[x]
+            return
+        m = {k: repr(f"{msg} : Tensor had {k} values") for k in ("NaN", "Inf", "Inf and NaN")}
+        body = [
+            "nan = False",
+            "inf = False",
+            "for v in np.ascontiguousarray(a0).ravel():",
+            "    if v != v:",
+            "        nan = True",
+            "    elif v == np.inf or v == -np.inf:",
+            "        inf = True",
+            "if nan and inf:",
+            f"    raise InvalidArgumentError({m['Inf and NaN']})",
+            "if nan:",
+            f"    raise InvalidArgumentError({m['NaN']})",
+            "if inf:",
+            f"    raise InvalidArgumentError({m['Inf']})",
+        ]
+        self.kernel(f"check_numerics of {t}", [("a0", self.val[x].var)], body, False, "False")
+        self.val[o] = self.val[x]
+
+
+def _contig(a):
+    """``a`` C-contiguous (``np.ascontiguousarray`` would make a 0-d array 1-d)."""
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+def _tstr(shape, dtype) -> str:
+    from ..ir import Type
+
+    return str(Type(tuple(shape), dtype))
+
+
+def _output_readers(body, env_in, outs=None):
+    """Pseudo-nodes so that a body output which *is* a body input gets loaded."""
+    res = []
+    for o in body.outputs if outs is None else [bo for bo, _, _ in outs]:
+        if o in env_in:
+            res.append(_Reader((o,)))
+    return res
+
+
+class _Reader:
+    __slots__ = ("inputs",)
+
+    def __init__(self, inputs):
+        self.inputs = inputs
+
+
+def _wrap(n: Node, kind: str, types: dict, **attrs) -> Node:
+    """A single unfused node as a fused node of its own (one code path for all)."""
+    from passes import FUSED
+
+    ins = tuple(dict.fromkeys(n.inputs))
+    body = Graph(ins, tuple(types[i] for i in ins), (n,), n.outputs, f"{n.op.name}_kernel")
+    return Node(FUSED, ins, n.outputs, freeze_attrs(dict(attrs, body=body, kind=kind)),
+                n.types, n.loc)
+
+
+_vm_cache: list = []
+
+
+def _vm_version() -> str:
+    if not _vm_cache:
+        from . import vmath
+
+        _vm_cache.append(vmath.VERSION)
+    return _vm_cache[0]
+
+
+# ---------------------------------------------------------------------------
+# Compiled programs
+
+
+def generate(graph: Graph) -> tuple[str, list, list]:
+    """The module source for ``graph``, the constant arrays its entry takes, and
+    ``(kernel name, description)`` per kernel."""
+    gen = _Gen(graph)
+    return gen.build(), gen.consts, gen.kinfo
+
+
+def _free(arr) -> bool:
+    """Nobody but the program's pool holds ``arr`` (the pool, the argument and
+    getrefcount's own reference)."""
+    return sys.getrefcount(arr) <= 3
+
+
+class Program:
+    """One compiled graph: call it with the input arrays, get the output arrays.
+
+    Buffers of the buffer plan persist across calls. Output arrays are fresh for the
+    caller, but an output array of an earlier call that nobody holds any more is
+    reused (a large fresh array costs page faults on every step).
+    """
+
+    def __init__(self, graph: Graph, source: str, path: str, name: str, entry, consts, kinfo):
+        self.graph = graph
+        self.source = source
+        self.path = path
+        self.name = name
+        self.entry = entry
+        self.consts = consts
+        self.kernels = kinfo
+        self.in_types = graph.input_types
+        self.out_types = [graph.types()[o] for o in graph.outputs]
+        plan = graph.buffers
+        self.slot_specs = list(plan.slots) if plan is not None else []
+        self.slots = None
+        self.lock = threading.Lock()
+        self.pool: list = [[] for _ in self.out_types]
+        self.ready = False
+        self.compile_seconds = 0.0
+        self.loaded_from_disk = False
+        self.fallback = None  # the reason, once the program runs on interpret
+
+    def _args(self, arrays):
+        args = []
+        for a, t in zip(arrays, self.in_types):
+            a = np.asarray(a)
+            if a.dtype.name != t.dtype:
+                a = a.astype(t.dtype)
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+            if a.shape != t.shape:
+                raise ValueError(f"input of shape {a.shape} where the graph expects {t}")
+            args.append(a)
+        return args
+
+    def _outputs(self):
+        outs = []
+        for k, t in enumerate(self.out_types):
+            pool = self.pool[k]
+            arr = None
+            for cand in pool:
+                if _free(cand):
+                    arr = cand
+                    break
+            if arr is None:
+                arr = np.empty(t.shape, t.dtype)
+                pool.append(arr)
+                if len(pool) > 2:
+                    pool.pop(0)
+            outs.append(arr)
+        return outs
+
+    def __call__(self, arrays) -> list:
+        args = self._args(arrays)
+        mine = self.lock.acquire(blocking=False)
+        try:
+            if mine:
+                if self.slots is None:
+                    self.slots = [np.empty(n, d) for d, n in self.slot_specs]
+                slots = self.slots
+                outs = self._outputs()
+            else:  # another thread is inside: buffers of this call's own
+                slots = [np.empty(n, d) for d, n in self.slot_specs]
+                outs = [np.empty(t.shape, t.dtype) for t in self.out_types]
+            self.entry(*args, *self.consts, *slots, *outs)
+            return outs
+        finally:
+            if mine:
+                self.lock.release()
+
+
+_LOCK = threading.RLock()
+_BY_GRAPH: "OrderedDict[int, tuple]" = OrderedDict()  # id(graph) -> (graph, program)
+_BY_KEY: "OrderedDict[str, Program]" = OrderedDict()  # structural key -> program
+CACHE_SIZE = int(os.environ.get("JITTAPE_COMPILE_CACHE_SIZE", 256))
+_warned: set = set()
+
+
+def _load(name: str, path: str):
+    modname = f"jittape._generated.{name}"
+    mod = sys.modules.get(modname)
+    if mod is not None:
+        return mod
+    spec = importlib.util.spec_from_file_location(modname, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules[modname] = mod
+    return mod
+
+
+def _numba_errors():
+    import numba.core.errors as ne
+
+    return (ne.NumbaError, NotImplementedError, TypeError, AttributeError, KeyError,
+            IndexError, EOFError, OSError, ValueError, ImportError, SyntaxError)
+
+
+def _warm(prog: Program, arrays) -> list:
+    """First call: Numba compiles the module (or loads it from its disk cache)."""
+    import numba.core.errors as ne
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ne.NumbaPerformanceWarning)
+        warnings.simplefilter("ignore", ne.NumbaWarning)
+        res = prog(arrays)
+    prog.compile_seconds = time.perf_counter() - t0
+    st = prog.entry.stats
+    misses = sum(st.cache_misses.values())
+    prog.loaded_from_disk = misses == 0 and sum(st.cache_hits.values()) > 0
+    if prog.loaded_from_disk:
+        stats["disk_hits"] += 1
+    else:
+        stats["compiled"] += 1
+    stats["compile_seconds"] += prog.compile_seconds
+    prog.ready = True
+    return res
+
+
+def program(graph: Graph) -> Program:
+    """The compiled program for ``graph`` (generated, written and imported on a miss;
+    Numba compiles it on its first call)."""
+    with _LOCK:
+        hit = _BY_GRAPH.get(id(graph))
+        if hit is not None and hit[0] is graph:
+            _BY_GRAPH.move_to_end(id(graph))
+            return hit[1]
+        key = graph.structural_key()
+        prog = _BY_KEY.get(key)
+        if prog is None:
+            stats["graphs"] += 1
+            source, consts, kinfo = generate(graph)
+            name, path, _ = _cache.write_module(source)
+            mod = _load(name, path)
+            prog = Program(graph, source, path, name, mod.entry, consts, kinfo)
+            _BY_KEY[key] = prog
+            if len(_BY_KEY) > CACHE_SIZE:
+                _BY_KEY.popitem(last=False)
+        else:
+            _BY_KEY.move_to_end(key)
+        _BY_GRAPH[id(graph)] = (graph, prog)
+        if len(_BY_GRAPH) > CACHE_SIZE:
+            _BY_GRAPH.popitem(last=False)
+        return prog
+
+
+def _describe_failure(graph: Graph, prog: Program | None, err: BaseException) -> str:
+    if isinstance(err, Unsupported):
+        return f"op {err.op!r}: {err}"
+    text = str(err)
+    if prog is not None:
+        for name, desc in prog.kernels:
+            if f"{name}(" in text or f".{name}" in text or f" {name} " in text:
+                return f"kernel {name} ({desc}): {text.splitlines()[0]}"
+    first = text.strip().splitlines()[0] if text.strip() else type(err).__name__
+    return f"{type(err).__name__}: {first}"
+
+
+def _fallback(graph: Graph, prog, err) -> None:
+    why = _describe_failure(graph, prog, err)
+    stats["fallbacks"] += 1
+    if prog is not None:
+        prog.fallback = why
+    key = (graph.name, why)
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(
+            f"jittape: the cpu backend could not compile graph {graph.name!r} ({why}); "
+            "it runs on the interpret backend instead",
+            CompileWarning,
+            stacklevel=4,
+        )
+
+
+_FAILED: "OrderedDict[int, tuple]" = OrderedDict()
+
+
+def run(graph: Graph, feeds: dict) -> list:
+    """Outputs of ``graph`` for ``feeds`` (input id -> ndarray), compiled."""
+    if not graph.outputs:
+        return []
+    failed = _FAILED.get(id(graph))
+    if failed is not None and failed[0] is graph:
+        return interpret.run(graph, feeds)
+    arrays = [feeds[v] for v in graph.inputs]
+    prog = None
+    try:
+        prog = program(graph)
+        if prog.fallback is not None:
+            return interpret.run(graph, feeds)
+        if prog.ready:
+            return prog(arrays)
+        try:
+            return _warm(prog, arrays)
+        except InvalidArgumentError:
+            prog.ready = True  # compiled; the data was bad (check_numerics, an index)
+            raise
+        except _numba_errors():
+            # a damaged on-disk entry raises on every load: drop it and compile afresh
+            _cache.purge(prog.name)
+            sys.modules.pop(f"jittape._generated.{prog.name}", None)
+            name, path, _ = _cache.write_module(prog.source)
+            prog.entry = _load(name, path).entry
+            return _warm(prog, arrays)
+    except InvalidArgumentError:
+        raise
+    except Exception as e:  # noqa: BLE001 - never a wrong answer: interpret instead
+        if prog is None:
+            _FAILED[id(graph)] = (graph, repr(e))
+            if len(_FAILED) > CACHE_SIZE:
+                _FAILED.popitem(last=False)
+        _fallback(graph, prog, e)
+        return interpret.run(graph, feeds)
+
+
+def pipeline() -> tuple:
+    """The passes this backend runs before compiling (fusion, buffers not in place:
+    an exactly aliased input and output make LLVM's vectorizer give up)."""
+    import passes
+
+    return passes.cleanup_pipeline() + (
+        passes.configured(passes.fuse, matmul_epilogue=True),
+        passes.configured(passes.plan_buffers, inplace=False),
+    )

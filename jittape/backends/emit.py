@@ -1,0 +1,114 @@
+"""Scalar bodies of fused kernels: one emitter that every compiling backend wraps with
+loops of its own (``cpu``: Numba ``@njit`` loop nests; ``cuda``: a thread per element).
+
+A body value becomes one assignment ``v12 = <expr>``, where ``<expr>`` comes from the
+op's ``scalar`` string (declared with the op in ``jittape/ops``) with the input
+expressions and attributes filled in. Literals are always typed (``np.float32(0.5)``):
+a bare ``0.5`` would make float32 code float64 and halve the vector width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import Node
+
+# Bumped whenever generated code changes meaning: it is part of every generated file's
+# content, so Numba's on-disk cache never serves a kernel from an older generator.
+GENERATOR_VERSION = "4.1"
+
+
+class Unsupported(Exception):
+    """A node this backend cannot generate code for (names the op)."""
+
+    def __init__(self, op: str, why: str):
+        super().__init__(f"{op}: {why}")
+        self.op = op
+
+
+def np_type(dtype: str) -> str:
+    """The numpy scalar constructor for a dtype name, as source text."""
+    return "np.bool_" if dtype == "bool" else f"np.{dtype}"
+
+
+def literal(value, dtype: str) -> str:
+    """A typed literal for ``value`` as ``dtype`` (exact: floats print with repr)."""
+    v = np.asarray(value).astype(dtype).item()
+    if dtype == "bool":
+        return "True" if v else "False"
+    t = np_type(dtype)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return f"{t}(np.nan)"
+        if math.isinf(v):
+            return f"{t}({'-' if v < 0 else ''}np.inf)"
+        return f"{t}({v!r})"
+    return f"{t}({int(v)})"
+
+
+def scalar_expr(n: Node, args: list) -> str:
+    """The expression computing ``n``'s one output from input expressions ``args``."""
+    op, out = n.op, n.types[0]
+    attrs = dict(n.attrs)
+    if op.name == "fill":
+        return literal(attrs["value"], out.dtype)
+    if op.name == "const":
+        a = attrs["value"].array
+        if a.size != 1:
+            raise Unsupported("const", f"a constant of shape {list(a.shape)} is not a scalar")
+        return literal(a.reshape(()), out.dtype)
+    if op.name in ("broadcast_to", "reshape") and out.size == 1:
+        return args[0]
+    if op.name == "broadcast_to":  # the loads broadcast by index arithmetic
+        return args[0]
+    if op.name == "cast" and out.dtype == "bool":
+        return f"({args[0]} != 0)"
+    if op.scalar is None:
+        raise Unsupported(op.name, "no scalar expression")
+    fields = {k: v for k, v in attrs.items() if isinstance(v, (int, float, str, bool))}
+    return op.scalar.format(*args, dt=np_type(out.dtype), **fields)
+
+
+def emit_values(nodes, env: dict, prefix: str = "v") -> list:
+    """``name = expr`` lines for ``nodes`` (each with one output), in order.
+
+    ``env`` maps value ids to expressions (input loads); it gains a local name for
+    every output. Literal leaves are inlined instead of named.
+    """
+    lines = []
+    for n in nodes:
+        (o,) = n.outputs
+        if o in env:  # a constant the kernel takes as an argument
+            continue
+        expr = scalar_expr(n, [env[i] for i in n.inputs])
+        if n.op.name in ("fill", "const"):
+            env[o] = expr
+            continue
+        name = f"{prefix}{o}"
+        lines.append(f"{name} = {expr}  # {n.op.name}")
+        env[o] = name
+    return lines
+
+
+REDUCE_INIT = {
+    "add": lambda dt: literal(0, dt),
+    "max": lambda dt: literal(-np.inf if np.dtype(dt).kind == "f" else (
+        False if dt == "bool" else np.iinfo(dt).min), dt),
+    "min": lambda dt: literal(np.inf if np.dtype(dt).kind == "f" else (
+        True if dt == "bool" else np.iinfo(dt).max), dt),
+}
+
+
+def reduce_step(monoid: str, acc: str, value: str, dtype: str) -> str:
+    """The expression that folds ``value`` into the accumulator ``acc``."""
+    if monoid == "add":
+        if dtype == "bool":
+            return f"({acc} | {value})"
+        return f"{acc} + {value}"
+    if monoid == "max":
+        return f"_vm.jt_maximum({acc}, {value})"
+    if monoid == "min":
+        return f"_vm.jt_minimum({acc}, {value})"
+    raise Unsupported(monoid, "unknown reduction")

@@ -1,0 +1,286 @@
+"""The cpu backend's caches: a second identical step compiles nothing, a new process
+loads compiled code from disk, damaged entries are rebuilt, graphs that cannot be
+compiled run on interpret with one warning; and the generated code is readable and
+vectorized."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import jittape as jt
+import passes
+from jittape import autodiff, backends
+from jittape import cache as jcache
+from jittape.backends import cpu
+from jittape.ir import GraphBuilder, OpDef, Type
+from jittape.tensor import Tracer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def chain_step(n, backend="cpu", seed=0):
+    rng = np.random.default_rng(seed)
+    x = jt.constant(rng.standard_normal(n).astype(np.float32))
+    w = jt.Variable(rng.standard_normal(n).astype(np.float32))
+    b = jt.Variable(rng.standard_normal(n).astype(np.float32))
+    with jt.GradientTape(backend=backend) as tape:
+        loss = jt.reduce_sum(jt.tanh(x * w + b) * jt.sigmoid(x) + 0.5 * (x - w) ** 2)
+    return [g.numpy() for g in tape.gradient(loss, [w, b])]
+
+
+def test_second_identical_step_runs_no_pass_and_compiles_nothing():
+    n = 1237  # a shape no other test uses: the first step compiles
+    before = dict(cpu.stats)
+    hits = autodiff.plan_stats["hits"]
+    first = chain_step(n)
+    assert cpu.stats["graphs"] == before["graphs"] + 1
+    compiled = cpu.stats["compiled"] + cpu.stats["disk_hits"]
+    mid = dict(cpu.stats)
+    second = chain_step(n, seed=0)
+    assert autodiff.plan_stats["hits"] == hits + 1  # no VJP traced, no pass run
+    assert cpu.stats == mid  # nothing generated, compiled or loaded
+    assert compiled == before["compiled"] + before["disk_hits"] + 1
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(first, chain_step(n, backend="interpret")):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, warnings
+    import numpy as np
+    sys.path.insert(0, {root!r})
+    import jittape as jt
+    from jittape.backends import cpu
+    rng = np.random.default_rng(0)
+    x = jt.constant(rng.standard_normal(777).astype(np.float32))
+    w = jt.Variable(rng.standard_normal(777).astype(np.float32))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with jt.GradientTape(backend="cpu") as tape:
+            loss = jt.reduce_sum(jt.tanh(x * w) * jt.exp(-w) + (x - w) ** 2)
+        g = tape.gradient(loss, w).numpy()
+    ref = (1 - np.tanh(x.numpy() * w.numpy()) ** 2) * x.numpy() * np.exp(-w.numpy()) \\
+        - np.tanh(x.numpy() * w.numpy()) * np.exp(-w.numpy()) - 2 * (x.numpy() - w.numpy())
+    print(json.dumps(dict(stats=cpu.stats, err=float(np.abs(g - ref).max()),
+                          warnings=[str(w.message) for w in caught])))
+    """
+)
+
+
+def _run_process(cache_dir):
+    import json
+
+    env = dict(os.environ, JITTAPE_CACHE_DIR=str(cache_dir))
+    out = subprocess.run([sys.executable, "-c", _SCRIPT.format(root=ROOT)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def warm_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("jtcache")
+    first = _run_process(d)
+    assert first["stats"]["compiled"] == 1 and first["stats"]["disk_hits"] == 0
+    assert first["err"] < 1e-3
+    return d
+
+
+def _kernel_dir(d):
+    return os.path.join(d, "kernels")
+
+
+def test_new_process_with_warm_disk_cache_compiles_nothing(warm_dir):
+    second = _run_process(warm_dir)
+    assert second["stats"]["compiled"] == 0
+    assert second["stats"]["disk_hits"] == 1
+    assert second["err"] < 1e-3 and not second["warnings"]
+
+
+def _copy_cache(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_truncated_module_is_rebuilt(warm_dir, tmp_path):
+    d = _copy_cache(warm_dir, tmp_path / "c")
+    (mod,) = [f for f in os.listdir(_kernel_dir(d)) if f.endswith(".py")]
+    path = os.path.join(_kernel_dir(d), mod)
+    text = open(path).read()
+    with open(path, "w") as f:
+        f.write(text[: len(text) // 2])  # half-written
+    res = _run_process(d)
+    assert res["err"] < 1e-3
+    assert res["stats"]["compiled"] == 1  # rebuilt, not loaded
+    assert open(path).read() == text
+
+
+@pytest.mark.parametrize("damage", ["garbage", "empty"])
+def test_damaged_numba_cache_files_are_purged_and_rebuilt(warm_dir, tmp_path, damage):
+    d = _copy_cache(warm_dir, tmp_path / "c")
+    pyc = os.path.join(_kernel_dir(d), "__pycache__")
+    files = [f for f in os.listdir(pyc) if f.endswith((".nbi", ".nbc"))]
+    assert files
+    for f in files:
+        with open(os.path.join(pyc, f), "wb") as fh:
+            fh.write(b"\x80\x04not a pickle" if damage == "garbage" else b"")
+    res = _run_process(d)
+    assert res["err"] < 1e-3
+    again = _run_process(d)  # and the rebuilt entry serves the next process
+    assert again["err"] < 1e-3 and again["stats"]["compiled"] == 0
+
+
+def test_cache_clear_and_size_bound(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITTAPE_CACHE_DIR", str(tmp_path))
+    names = [jcache.write_module(f"# module {k}\nx = {k}\n" + "#" * 4000)[0] for k in range(3)]
+    assert [e[0] for e in jcache.entries()] and jcache.size_bytes() > 12000
+    # a bound of ~6 KB keeps only the newest module
+    monkeypatch.setenv("JITTAPE_CACHE_MAX_MB", str(6000 / 2**20))
+    newest = jcache.write_module("# module 3\n" + "#" * 4000)[0]
+    left = [e[0] for e in jcache.entries()]
+    assert newest in left and len(left) == 1 and not set(names) & set(left)
+    jcache.clear()
+    assert jcache.entries() == [] and jcache.size_bytes() == 0
+
+
+def test_identical_content_is_not_rewritten(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITTAPE_CACHE_DIR", str(tmp_path))
+    name, path, existed = jcache.write_module("x = 1\n")
+    assert not existed
+    name2, path2, existed2 = jcache.write_module("x = 1\n")
+    assert (name2, path2, existed2) == (name, path, True)
+    with open(path, "w") as f:
+        f.write("x = 2\n")  # someone else's content under this name
+    assert jcache.write_module("x = 1\n")[2] is False
+    assert open(path).read() == "x = 1\n"
+
+
+# ---------------------------------------------------------------------------
+# Fallback
+
+
+def _sort_infer(types):
+    return types[0]
+
+
+SORT = OpDef(name="test_sort", kind="other", nin=1, forward=np.sort, infer=_sort_infer)
+
+
+def test_a_graph_the_backend_cannot_compile_runs_on_interpret_with_one_warning():
+    gb = GraphBuilder("with_sort")
+    x = gb.add_input(Type((5,), "float64"))
+    (y,) = gb.add_node(SORT, [x])
+    (z,) = gb.add_node(jt.ops.elementwise.exp_op, [y])
+    g = gb.build([z])
+    feeds = {x: np.array([3.0, 1.0, 2.0, 5.0, 4.0])}
+    with pytest.warns(cpu.CompileWarning, match="test_sort"):
+        got = backends.run(g, feeds, "cpu")
+    np.testing.assert_allclose(got[0], np.exp(np.sort(feeds[x])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = backends.run(g, feeds, "cpu")  # no second warning
+    np.testing.assert_allclose(again[0], got[0])
+
+
+def test_a_numba_compile_error_falls_back_and_names_the_kernel():
+    gb = GraphBuilder("int_matmul")
+    a = gb.add_input(Type((2, 3), "int64"))
+    b = gb.add_input(Type((3, 2), "int64"))
+    (c,) = gb.add_node(jt.ops.contraction.matmul_op, [a, b])
+    g = gb.build([c])
+    feeds = {a: np.arange(6).reshape(2, 3), b: np.arange(6).reshape(3, 2)}
+    with pytest.warns(cpu.CompileWarning, match="matmul"):
+        (got,) = backends.run(g, feeds, "cpu")
+    np.testing.assert_array_equal(got, feeds[a] @ feeds[b])
+
+
+def test_set_backend_and_tape_backend_argument():
+    old = jt.get_backend()
+    try:
+        jt.set_backend("interpret")
+        assert jt.get_backend() == "interpret"
+        with pytest.raises(ValueError, match="unknown backend"):
+            jt.set_backend("tpu")
+        with pytest.raises(ValueError, match="unknown backend"):
+            jt.GradientTape(backend="gpu")
+    finally:
+        jt.set_backend(old)
+
+
+# ---------------------------------------------------------------------------
+# The generated code
+
+
+def chain_train_graph(n):
+    """The chain workload's forward and backward as one graph (what ``@jt.function``
+    will compile): loss and the gradients for w and b."""
+    tr = Tracer("chain", const_captures=True)
+    with tr:
+        x = tr.placeholder(Type((n,), "float32"), "x")
+        w = tr.placeholder(Type((n,), "float32"), "w")
+        b = tr.placeholder(Type((n,), "float32"), "b")
+        with jt.GradientTape() as tape:
+            tape.watch([w, b])
+            loss = jt.reduce_sum(jt.tanh(x * w + b) * jt.sigmoid(x) + 0.5 * (x - w) ** 2)
+        gw, gb = tape.gradient(loss, [w, b])
+    return tr.builder.build([loss._id, gw._id, gb._id])
+
+
+def test_generated_source_says_which_ops_each_kernel_holds():
+    g = passes.run_pipeline(chain_train_graph(64), backends.pipeline("cpu")).graph
+    source, _, kinfo = cpu.generate(g)
+    assert kinfo and len(kinfo) == len(passes.kernels(g))
+    for name, desc in kinfo:
+        assert re.search(rf"def {name}\(.*\):\n    # {re.escape(desc)}\n", source)
+    assert any("tanh" in desc and "sigmoid" in desc for _, desc in kinfo)
+    assert "_vm.jt_tanh(" in source and "math.tanh" not in source
+    assert "def entry(" in source
+
+
+def _load_uncached(source, tmp_path, name):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source.replace("cache=True", "cache=False"))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64 assembly")
+def test_chain_kernel_is_vectorized(tmp_path):
+    n = 4096
+    g = passes.run_pipeline(chain_train_graph(n), backends.pipeline("cpu")).graph
+    source, consts, kinfo = cpu.generate(g)
+    mod = _load_uncached(source, tmp_path, "chain_asm")
+    rng = np.random.default_rng(0)
+    ins = [rng.standard_normal(t.shape).astype(t.dtype) for t in g.input_types]
+    types = g.types()
+    outs = [np.empty(types[o].shape, types[o].dtype) for o in g.outputs]
+    slots = [np.empty(s, d) for d, s in (g.buffers.slots if g.buffers else [])]
+    mod.entry(*ins, *consts, *slots, *outs)
+    ref = backends.run(g, dict(zip(g.inputs, ins)), "interpret")
+    for a, b in zip(outs, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-3)
+    heavy = [name for name, desc in kinfo if "tanh" in desc]
+    assert heavy
+    for name in heavy:
+        fn = getattr(mod, name)
+        asm = fn.inspect_asm(fn.signatures[0])
+        packed = re.findall(r"\bv?(?:mul|add|sub|fmadd\w*|fnmadd\w*|max|min|and|or)ps\s", asm)
+        assert len(packed) > 20, f"{name} has {len(packed)} packed float32 instructions"
+        libm = re.findall(r"\$(tanhf?|expf?|logf?|log1pf?|powf?)\b", asm)
+        assert not libm, f"{name} calls libm: {libm}"
