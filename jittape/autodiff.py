@@ -121,6 +121,34 @@ def structure_key(nodes, targets, seeds, source_ids, values):
     return (tuple(items), tgt, src), canon
 
 
+def recorded_key(tape, targets, seeds, source_ids):
+    """:func:`structure_key` from what the tape kept while recording: the structure of
+    the whole trace (not only the path, which would take a walk to find) plus which
+    values are targets and sources. A finer key than the path's, and cheap: no walk
+    over the trace, one tuple to hash."""
+    if tape._impure:
+        return None, None
+    canon = dict(tape._canon)
+    values = tape._values
+
+    def c(v):
+        k = canon.get(v)
+        if k is None:
+            k = canon[v] = len(canon)
+        return k
+
+    tgt = tuple(
+        (c(t._id), t._type, t._id in values, s is None) for t, s in zip(targets, seeds)
+    )
+    src = tuple(c(s) for s in source_ids)
+    key = ("trace", tuple(tape._sig), tgt, src)
+    try:
+        hash(key)
+    except TypeError:  # an unhashable attribute
+        return None, None
+    return key, canon
+
+
 def _input_key(t):
     """What the backward graph may depend on about a recorded input: its type, and for
     a Python literal (baked into the graph as a ``const`` node) its value too."""
@@ -132,7 +160,7 @@ def _input_key(t):
 
 
 def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None,
-                   backend=None) -> tuple:
+                   backend=None, key=None) -> tuple:
     """The backward graph for a recorded trace, its feeds, and which sources it computes.
 
     ``targets``: target tensors; ``seeds``: one per target, ``None`` for ones or an
@@ -144,7 +172,7 @@ def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None,
     Graphs are cached by :func:`structure_key`: the next training step with the same
     structure and shapes reuses the graph without tracing the VJP rules again.
     """
-    key, canon = structure_key(nodes, targets, seeds, source_ids, values)
+    key, canon = key or structure_key(nodes, targets, seeds, source_ids, values)
     if pipeline is None:
         pipeline = backends.pipeline(backend)
     if key is not None:

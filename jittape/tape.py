@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from . import _state, backends, nest
-from .autodiff import backward, backward_graph
+from .autodiff import _input_key, backward, backward_graph, recorded_key
 from .errors import InvalidArgumentError
 from passes.verify import verify
 
@@ -65,6 +65,10 @@ class GradientTape:
 
     def _clear(self):
         self._impure = False  # a custom gradient was recorded: its grad_fn runs eagerly
+        # the trace's structure, kept while recording (autodiff.recorded_key): value ids
+        # renumbered in order of appearance, one item per node
+        self._canon: dict = {}
+        self._sig: list = []
         self._nodes: list = []
         self._values: dict = {}  # value id -> the recorded (snapshot) tensor
         self._on_tape: set = set()
@@ -174,10 +178,19 @@ class GradientTape:
     def _add(self, op, attrs, in_ids, outs, ins):
         if not op.pure:
             self._impure = True
-        self._nodes.append(
-            Node(op, tuple(in_ids), tuple(o._id for o in outs), attrs,
-                 tuple(o._type for o in outs))
-        )
+        types = tuple(o._type for o in outs)
+        out_ids = tuple(o._id for o in outs)
+        in_ids = tuple(in_ids)
+        self._nodes.append(Node(op, in_ids, out_ids, attrs, types))
+        canon = self._canon
+        for v in in_ids:
+            if v not in canon:
+                canon[v] = len(canon)
+        for v in out_ids:
+            canon[v] = len(canon)
+        in_keys = tuple(map(_input_key, ins)) if ins else (None,) * len(in_ids)
+        self._sig.append((op.name, attrs, types, in_keys, tuple(canon[v] for v in in_ids),
+                          tuple(canon[v] for v in out_ids)))
         vals = self._values
         for t in ins:
             vals[t._id] = t
@@ -283,7 +296,8 @@ class GradientTape:
     def _run_graph(self, targets, seeds, want):
         backend = self._backend or backends.get_backend()
         graph, feeds, computed, consts = backward_graph(
-            self._nodes, targets, seeds, want, self._values, backend=backend
+            self._nodes, targets, seeds, want, self._values, backend=backend,
+            key=recorded_key(self, targets, seeds, want),
         )
         if _VERIFY:
             verify(graph)

@@ -284,3 +284,22 @@ def test_chain_kernel_is_vectorized(tmp_path):
         assert len(packed) > 20, f"{name} has {len(packed)} packed float32 instructions"
         libm = re.findall(r"\$(tanhf?|expf?|logf?|log1pf?|powf?)\b", asm)
         assert not libm, f"{name} calls libm: {libm}"
+
+
+def test_the_cache_key_is_kept_while_recording(monkeypatch):
+    """tape.gradient finds the cached graph from the structure the tape kept while it
+    recorded: no walk over the trace (``structure_key``) and no pass on a hit."""
+    n = 311
+    chain_step(n)  # traces and compiles
+    want = chain_step(n, backend="interpret")
+
+    def walked(*a, **k):
+        raise AssertionError("the trace was walked to build the cache key")
+
+    monkeypatch.setattr(autodiff, "structure_key", walked)
+    monkeypatch.setattr(passes, "run_pipeline", walked)
+    hits = autodiff.plan_stats["hits"]
+    got = chain_step(n)
+    assert autodiff.plan_stats["hits"] == hits + 1
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
