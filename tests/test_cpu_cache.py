@@ -303,3 +303,19 @@ def test_the_cache_key_is_kept_while_recording(monkeypatch):
     assert autodiff.plan_stats["hits"] == hits + 1
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+def test_two_processes_compiling_the_same_graph_at_once(tmp_path):
+    import json
+
+    env = dict(os.environ, JITTAPE_CACHE_DIR=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", _SCRIPT.format(root=ROOT)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        res = json.loads(out.strip().splitlines()[-1])
+        assert res["err"] < 1e-3 and not res["warnings"]
+    third = _run_process(tmp_path)  # what they left behind serves a third process
+    assert third["stats"]["compiled"] == 0 and third["err"] < 1e-3

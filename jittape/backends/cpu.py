@@ -795,18 +795,12 @@ def generate(graph: Graph) -> tuple[str, list, list]:
     return gen.build(), gen.consts, gen.kinfo
 
 
-def _free(arr) -> bool:
-    """Nobody but the program's pool holds ``arr`` (the pool, the argument and
-    getrefcount's own reference)."""
-    return sys.getrefcount(arr) <= 3
-
-
 class Program:
     """One compiled graph: call it with the input arrays, get the output arrays.
 
-    Buffers of the buffer plan persist across calls. Output arrays are fresh for the
-    caller, but an output array of an earlier call that nobody holds any more is
-    reused (a large fresh array costs page faults on every step).
+    Buffers of the buffer plan (intermediate values) persist across calls; output
+    arrays are fresh on every call (the caller owns them). Reusing outputs nobody
+    held any more measured no faster (8M-element gradients: 9.3 ms either way).
     """
 
     def __init__(self, graph: Graph, source: str, path: str, name: str, entry, consts, kinfo):
@@ -823,7 +817,6 @@ class Program:
         self.slot_specs = list(plan.slots) if plan is not None else []
         self.slots = None
         self.lock = threading.Lock()
-        self.pool: list = [[] for _ in self.out_types]
         self.ready = False
         self.compile_seconds = 0.0
         self.loaded_from_disk = False
@@ -842,23 +835,6 @@ class Program:
             args.append(a)
         return args
 
-    def _outputs(self):
-        outs = []
-        for k, t in enumerate(self.out_types):
-            pool = self.pool[k]
-            arr = None
-            for cand in pool:
-                if _free(cand):
-                    arr = cand
-                    break
-            if arr is None:
-                arr = np.empty(t.shape, t.dtype)
-                pool.append(arr)
-                if len(pool) > 2:
-                    pool.pop(0)
-            outs.append(arr)
-        return outs
-
     def __call__(self, arrays) -> list:
         args = self._args(arrays)
         mine = self.lock.acquire(blocking=False)
@@ -867,10 +843,9 @@ class Program:
                 if self.slots is None:
                     self.slots = [np.empty(n, d) for d, n in self.slot_specs]
                 slots = self.slots
-                outs = self._outputs()
             else:  # another thread is inside: buffers of this call's own
                 slots = [np.empty(n, d) for d, n in self.slot_specs]
-                outs = [np.empty(t.shape, t.dtype) for t in self.out_types]
+            outs = [np.empty(t.shape, t.dtype) for t in self.out_types]
             self.entry(*args, *self.consts, *slots, *outs)
             return outs
         finally:
