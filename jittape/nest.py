@@ -23,18 +23,20 @@ def flatten(structure) -> list:
 
 def pack_sequence_as(structure, flat):
     """Rebuild ``structure``'s nesting from the leaves in ``flat``."""
-    it = iter(flat)
+    return _build(structure, iter(flat))
 
-    def build(s):
-        if isinstance(s, dict):
-            vals = {k: build(s[k]) for k in sorted(s)}
-            return type(s)((k, vals[k]) for k in s) if type(s) is not dict else {
-                k: vals[k] for k in s
-            }
-        if _is_namedtuple(s):
-            return type(s)(*[build(x) for x in s])
-        if isinstance(s, (list, tuple)):
-            return type(s)(build(x) for x in s)
-        return next(it)
 
-    return build(structure)
+def _build(s, it):
+    # a module-level function, not a recursive closure: a closure that refers to itself
+    # is a reference cycle that would keep ``flat`` (the caller's gradients) alive until
+    # the garbage collector runs
+    if isinstance(s, dict):
+        vals = {k: _build(s[k], it) for k in sorted(s)}
+        return type(s)((k, vals[k]) for k in s) if type(s) is not dict else {
+            k: vals[k] for k in s
+        }
+    if _is_namedtuple(s):
+        return type(s)(*[_build(x, it) for x in s])
+    if isinstance(s, (list, tuple)):
+        return type(s)([_build(x, it) for x in s])
+    return next(it)

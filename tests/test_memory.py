@@ -236,3 +236,19 @@ def _step_small(x):
         loss = jt.reduce_mean(jt.square(jt.tanh(x * 3.0)))
     g = tape.gradient(loss, x)
     x.assign_sub(g * 0.1)
+
+
+def test_gradients_are_freed_without_the_garbage_collector():
+    """The list tape.gradient returns is not part of a reference cycle: dropping it frees
+    the gradient tensors at once (the cpu backend then reuses their buffers)."""
+    x = jt.Variable(np.full((1000,), 0.5))
+    with jt.GradientTape() as tape:
+        loss = jt.reduce_sum(x * x)
+    grads = tape.gradient(loss, [x, {"again": x}])
+    refs = [weakref.ref(grads[0]), weakref.ref(grads[1]["again"])]
+    gc.disable()
+    try:
+        del grads
+        assert [r() for r in refs] == [None, None]
+    finally:
+        gc.enable()

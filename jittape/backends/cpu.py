@@ -795,12 +795,33 @@ def generate(graph: Graph) -> tuple[str, list, list]:
     return gen.build(), gen.consts, gen.kinfo
 
 
+# Output arrays at least this large are kept for reuse (below it numpy's own cache of
+# small blocks is as fast); 0 turns reuse off.
+REUSE_MIN_BYTES = int(os.environ.get("JITTAPE_REUSE_OUTPUTS_MIN", 1 << 16))
+
+
+# Threads for kernels with parallel loops: chosen by measuring (see Program._threads).
+_THREADS_ENV = os.environ.get("JITTAPE_NUM_THREADS")
+RETUNE_CALLS = 2000
+_TUNE_CALLS = 8
+
+
+def _unheld(arr) -> bool:
+    """Nobody but the pool holds ``arr`` (references: the pool's list, the loop
+    variable, getrefcount's argument)."""
+    return sys.getrefcount(arr) <= 3
+
+
 class Program:
     """One compiled graph: call it with the input arrays, get the output arrays.
 
-    Buffers of the buffer plan (intermediate values) persist across calls; output
-    arrays are fresh on every call (the caller owns them). Reusing outputs nobody
-    held any more measured no faster (8M-element gradients: 9.3 ms either way).
+    Buffers of the buffer plan (intermediate values) persist across calls. Output
+    arrays belong to the caller; a large output array of an earlier call that nobody
+    holds any more (the training loop dropped last step's gradients) is written again
+    instead of allocating a fresh one: a fresh 32 MB array costs page faults on first
+    touch (the chain backward at 8M: 3 ms of its 7) and, with numpy's huge-page advice,
+    sometimes a stall of 100+ ms in the kernel's memory compaction. At most two
+    generations are kept per output (``JITTAPE_REUSE_OUTPUTS_MIN=0`` turns it off).
     """
 
     def __init__(self, graph: Graph, source: str, path: str, name: str, entry, consts, kinfo):
@@ -817,6 +838,11 @@ class Program:
         self.slot_specs = list(plan.slots) if plan is not None else []
         self.slots = None
         self.lock = threading.Lock()
+        self.pool: list = [[] for _ in self.out_types]
+        self.parallel = "parallel=True" in source
+        self.threads = None  # chosen thread count for the parallel loops
+        self.trials: list = []
+        self.calls = 0
         self.ready = False
         self.compile_seconds = 0.0
         self.loaded_from_disk = False
@@ -835,6 +861,62 @@ class Program:
             args.append(a)
         return args
 
+    def _outputs(self) -> list:
+        outs = []
+        for k, t in enumerate(self.out_types):
+            pool = self.pool[k]
+            arr = None
+            for cand in pool:
+                if _unheld(cand):
+                    arr = cand
+                    break
+            if arr is None:
+                arr = np.empty(t.shape, t.dtype)
+                if REUSE_MIN_BYTES and arr.nbytes >= REUSE_MIN_BYTES:
+                    pool.append(arr)
+                    if len(pool) > 2:
+                        pool.pop(0)
+            else:
+                arr.setflags(write=True)  # a tensor froze it; nobody holds it now
+            outs.append(arr)
+        return outs
+
+    def _run_tuned(self, args, slots, outs):
+        """Run with the thread count that measured fastest for this program.
+
+        Two threads are not always faster: on a machine whose other cores are busy a
+        parallel loop waits for a thread the scheduler has not run yet (on the project's
+        shared 2-core machine the chain backward at 8M took 9 ms on one thread and 8 to
+        150 ms on two). So the first calls alternate one thread and all of them, and the
+        faster (by median) is kept; it is measured again every RETUNE_CALLS calls.
+        ``JITTAPE_NUM_THREADS`` fixes the count instead.
+        """
+        import numba
+
+        if _THREADS_ENV:
+            numba.set_num_threads(max(1, min(int(_THREADS_ENV), numba.config.NUMBA_NUM_THREADS)))
+            self.entry(*args, *self.consts, *slots, *outs)
+            return
+        self.calls += 1
+        if self.threads is not None and self.calls % RETUNE_CALLS == 0:
+            self.threads, self.trials = None, []
+        if self.threads is not None:
+            numba.set_num_threads(self.threads)
+            self.entry(*args, *self.consts, *slots, *outs)
+            return
+        most = numba.config.NUMBA_NUM_THREADS
+        n = most if len(self.trials) % 2 == 0 else 1
+        numba.set_num_threads(n)
+        t0 = time.perf_counter()
+        self.entry(*args, *self.consts, *slots, *outs)
+        self.trials.append((n, time.perf_counter() - t0))
+        if len(self.trials) >= _TUNE_CALLS:
+            med = {}
+            for k in (most, 1):
+                ts = sorted(t for m, t in self.trials if m == k)
+                med[k] = ts[len(ts) // 2]
+            self.threads = most if med[most] < 0.9 * med[1] else 1
+
     def __call__(self, arrays) -> list:
         args = self._args(arrays)
         mine = self.lock.acquire(blocking=False)
@@ -843,10 +925,14 @@ class Program:
                 if self.slots is None:
                     self.slots = [np.empty(n, d) for d, n in self.slot_specs]
                 slots = self.slots
+                outs = self._outputs()
             else:  # another thread is inside: buffers of this call's own
                 slots = [np.empty(n, d) for d, n in self.slot_specs]
-            outs = [np.empty(t.shape, t.dtype) for t in self.out_types]
-            self.entry(*args, *self.consts, *slots, *outs)
+                outs = [np.empty(t.shape, t.dtype) for t in self.out_types]
+            if self.parallel and mine:
+                self._run_tuned(args, slots, outs)
+            else:
+                self.entry(*args, *self.consts, *slots, *outs)
             return outs
         finally:
             if mine:
