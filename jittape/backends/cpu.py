@@ -298,7 +298,8 @@ class _Gen:
         fm = _fastmath() if fastmath is None else fastmath
         par = ", parallel=True" if parallel else ""
         src = [
-            f"@numba.njit(cache=True, error_model='numpy', fastmath={fm}, nogil=True{par})",
+            f"@numba.njit(cache=True, error_model='numpy', fastmath={fm}, nogil=True, "
+            f"no_cpython_wrapper=True, no_cfunc_wrapper=True{par})",
             f"def {name}({', '.join(p for p, _ in args)}):",
             f"    # {desc}",
         ]
