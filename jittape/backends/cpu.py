@@ -72,6 +72,9 @@ stats = {"graphs": 0, "compiled": 0, "disk_hits": 0, "fallbacks": 0, "compile_se
 # Code generation
 
 
+_PAR = "<par>"  # in entry lines: "" in entry, "_par" in entry_par
+
+
 def _shape(s) -> str:
     return "(" + "".join(f"{int(d)}, " for d in s).rstrip(" ") + ")"
 
@@ -151,6 +154,7 @@ class _Gen:
         plan = graph.buffers
         self.slot_of = plan.slot_of() if plan is not None else {}
         self.slots = list(plan.slots) if plan is not None else []
+        self.parallel = False  # some kernel has a parallel loop (then: entry_par)
         self.out_pos: dict = {}
         for k, o in enumerate(graph.outputs):
             self.out_pos.setdefault(o, k)
@@ -212,13 +216,19 @@ class _Gen:
             "from jittape.errors import InvalidArgumentError  # noqa: F401",
             "",
         ]
-        entry = [
-            "",
-            "@numba.njit(cache=True, error_model='numpy', nogil=True)",
-            f"def entry({', '.join(params)}):",
-            f'    """Runs the graph\'s {len(self.kernels)} kernels in order."""',
-        ]
-        entry += ["    " + ln for ln in self.entry] + ["    return 0", ""]
+        entry = []
+        for fname, suffix, doc in (("entry", "", "in order"),
+                                   ("entry_par", "_par", "in order, loops on threads")):
+            if suffix and not self.parallel:
+                break
+            entry += [
+                "",
+                "@numba.njit(cache=True, error_model='numpy', nogil=True)",
+                f"def {fname}({', '.join(params)}):",
+                f'    """Runs the graph\'s {len(self.kernels)} kernels {doc}."""',
+            ]
+            entry += ["    " + ln.replace(_PAR, suffix) for ln in self.entry]
+            entry += ["    return 0", ""]
         return "\n".join(head + self.kernels + entry)
 
     def node(self, n: Node):
@@ -293,21 +303,30 @@ class _Gen:
 
     # -- kernels ---------------------------------------------------------------
     def kernel(self, desc: str, args: list, body: list, parallel: bool, fastmath: str | None):
-        """Add one kernel function and its call from the entry."""
+        """Add one kernel function and its call from the entry. A kernel with a parallel
+        loop is written twice: ``kN`` (serial) for ``entry`` and ``kN_par`` (``prange``,
+        ``parallel=True``) for ``entry_par``; the program measures which is faster."""
         name = f"k{len(self.kernels)}"
         fm = _fastmath() if fastmath is None else fastmath
-        par = ", parallel=True" if parallel else ""
-        src = [
-            f"@numba.njit(cache=True, error_model='numpy', fastmath={fm}, nogil=True, "
-            f"no_cpython_wrapper=True, no_cfunc_wrapper=True{par})",
-            f"def {name}({', '.join(p for p, _ in args)}):",
-            f"    # {desc}",
-        ]
-        src += ["    " + ln for ln in body]
-        src.append("")
-        self.kernels.append("\n".join(src))
+
+        def fn(fname, par, lines):
+            src = [
+                f"@numba.njit(cache=True, error_model='numpy', fastmath={fm}, nogil=True, "
+                f"no_cpython_wrapper=True, no_cfunc_wrapper=True{par})",
+                f"def {fname}({', '.join(p for p, _ in args)}):",
+                f"    # {desc}",
+            ]
+            return "\n".join(src + ["    " + ln for ln in lines] + [""])
+
+        serial = [ln.replace(" in prange(", " in range(") for ln in body]
+        block = fn(name, "", serial)
+        if parallel:
+            block += "\n" + fn(name + "_par", ", parallel=True", body)
+            self.parallel = True
+        self.kernels.append(block)
         self.kinfo.append((name, desc))
-        self.entry.append(f"{name}({', '.join(a for _, a in args)})")
+        suffix = _PAR if parallel else ""
+        self.entry.append(f"{name}{suffix}({', '.join(a for _, a in args)})")
 
     def fused(self, n: Node):
         from passes import body_phases
@@ -807,10 +826,10 @@ RETUNE_CALLS = 2000
 _TUNE_CALLS = 8
 
 
-def _unheld(arr) -> bool:
-    """Nobody but the pool holds ``arr`` (references: the pool's list, the loop
-    variable, getrefcount's argument)."""
-    return sys.getrefcount(arr) <= 3
+def _unheld(pool: list, k: int) -> bool:
+    """Nobody but the pool holds ``pool[k]``: the only references are the pool's list
+    and getrefcount's own argument."""
+    return sys.getrefcount(pool[k]) <= 2
 
 
 class Program:
@@ -840,7 +859,8 @@ class Program:
         self.slots = None
         self.lock = threading.Lock()
         self.pool: list = [[] for _ in self.out_types]
-        self.parallel = "parallel=True" in source
+        self.entry_par = None  # the variant with parallel loops, when there is one
+        self.par_ready = False
         self.threads = None  # chosen thread count for the parallel loops
         self.trials: list = []
         self.calls = 0
@@ -867,9 +887,9 @@ class Program:
         for k, t in enumerate(self.out_types):
             pool = self.pool[k]
             arr = None
-            for cand in pool:
-                if _unheld(cand):
-                    arr = cand
+            for j in range(len(pool)):
+                if _unheld(pool, j):
+                    arr = pool[j]
                     break
             if arr is None:
                 arr = np.empty(t.shape, t.dtype)
@@ -883,40 +903,57 @@ class Program:
         return outs
 
     def _run_tuned(self, args, slots, outs):
-        """Run with the thread count that measured fastest for this program.
+        """Run ``entry_par`` (parallel loops on all threads) or ``entry`` (serial),
+        whichever measured faster for this program.
 
-        Two threads are not always faster: on a machine whose other cores are busy a
-        parallel loop waits for a thread the scheduler has not run yet (on the project's
-        shared 2-core machine the chain backward at 8M took 9 ms on one thread and 8 to
-        150 ms on two). So the first calls alternate one thread and all of them, and the
-        faster (by median) is kept; it is measured again every RETUNE_CALLS calls.
-        ``JITTAPE_NUM_THREADS`` fixes the count instead.
+        Threads are not always faster: a memory-bound loop gains nothing from a second
+        thread, and on a machine whose other cores are busy a parallel loop waits for a
+        thread the scheduler has not run yet (on the project's shared 2-core machine the
+        chain backward at 8M took 9 ms serial, 16 ms on two threads when quiet and up to
+        150 ms when not). So after a warm-up (which compiles ``entry_par``) the calls
+        alternate the two, and the faster by median is kept; it is measured again every
+        ``RETUNE_CALLS`` calls. ``JITTAPE_NUM_THREADS`` fixes the choice instead
+        (1: serial; more: that many threads).
         """
         import numba
 
+        rest = (*args, *self.consts, *slots, *outs)
         if _THREADS_ENV:
-            numba.set_num_threads(max(1, min(int(_THREADS_ENV), numba.config.NUMBA_NUM_THREADS)))
-            self.entry(*args, *self.consts, *slots, *outs)
+            n = max(1, min(int(_THREADS_ENV), numba.config.NUMBA_NUM_THREADS))
+            if n == 1:
+                self.entry(*rest)
+            else:
+                numba.set_num_threads(n)
+                self.entry_par(*rest)
             return
         self.calls += 1
         if self.threads is not None and self.calls % RETUNE_CALLS == 0:
             self.threads, self.trials = None, []
         if self.threads is not None:
-            numba.set_num_threads(self.threads)
-            self.entry(*args, *self.consts, *slots, *outs)
+            if self.threads == 1:
+                self.entry(*rest)
+            else:
+                numba.set_num_threads(self.threads)
+                self.entry_par(*rest)
             return
         most = numba.config.NUMBA_NUM_THREADS
+        numba.set_num_threads(most)
+        if not self.par_ready:  # the first call compiles entry_par: not a measurement
+            t0 = time.perf_counter()
+            self.entry_par(*rest)
+            self.compile_seconds += time.perf_counter() - t0
+            self.par_ready = True
+            return
         n = most if len(self.trials) % 2 == 0 else 1
-        numba.set_num_threads(n)
         t0 = time.perf_counter()
-        self.entry(*args, *self.consts, *slots, *outs)
+        (self.entry_par if n > 1 else self.entry)(*rest)
         self.trials.append((n, time.perf_counter() - t0))
         if len(self.trials) >= _TUNE_CALLS:
             med = {}
             for k in (most, 1):
                 ts = sorted(t for m, t in self.trials if m == k)
                 med[k] = ts[len(ts) // 2]
-            self.threads = most if med[most] < 0.9 * med[1] else 1
+            self.threads = most if most > 1 and med[most] < 0.9 * med[1] else 1
 
     def __call__(self, arrays) -> list:
         args = self._args(arrays)
@@ -930,7 +967,7 @@ class Program:
             else:  # another thread is inside: buffers of this call's own
                 slots = [np.empty(n, d) for d, n in self.slot_specs]
                 outs = [np.empty(t.shape, t.dtype) for t in self.out_types]
-            if self.parallel and mine:
+            if self.entry_par is not None and mine:
                 self._run_tuned(args, slots, outs)
             else:
                 self.entry(*args, *self.consts, *slots, *outs)
@@ -1004,6 +1041,7 @@ def program(graph: Graph) -> Program:
             name, path, _ = _cache.write_module(source)
             mod = _load(name, path)
             prog = Program(graph, source, path, name, mod.entry, consts, kinfo)
+            prog.entry_par = getattr(mod, "entry_par", None)
             _BY_KEY[key] = prog
             if len(_BY_KEY) > CACHE_SIZE:
                 _BY_KEY.popitem(last=False)
@@ -1071,7 +1109,8 @@ def run(graph: Graph, feeds: dict) -> list:
             _cache.purge(prog.name)
             sys.modules.pop(f"jittape._generated.{prog.name}", None)
             name, path, _ = _cache.write_module(prog.source)
-            prog.entry = _load(name, path).entry
+            mod = _load(name, path)
+            prog.entry, prog.entry_par = mod.entry, getattr(mod, "entry_par", None)
             return _warm(prog, arrays)
     except InvalidArgumentError:
         raise
