@@ -319,3 +319,58 @@ def test_two_processes_compiling_the_same_graph_at_once(tmp_path):
         assert res["err"] < 1e-3 and not res["warnings"]
     third = _run_process(tmp_path)  # what they left behind serves a third process
     assert third["stats"]["compiled"] == 0 and third["err"] < 1e-3
+
+
+# ---------------------------------------------------------------------------
+# Buffers and threads
+
+
+def _big_chain_tape(n=1 << 15):
+    rng = np.random.default_rng(1)
+    x = jt.constant(rng.standard_normal(n).astype(np.float32))
+    w = jt.Variable(rng.standard_normal(n).astype(np.float32))
+    with jt.GradientTape(persistent=True, backend="cpu") as tape:
+        loss = jt.reduce_sum(jt.tanh(x * w) * x)
+    return tape, loss, w
+
+
+def _addr(t):
+    return t._value.__array_interface__["data"][0]  # .numpy() would copy
+
+
+def test_a_held_gradient_is_never_overwritten_and_a_dropped_one_is_reused():
+    tape, loss, w = _big_chain_tape()
+    held = tape.gradient(loss, w)
+    snapshot = held.numpy().copy()
+    others = [tape.gradient(loss, w) for _ in range(3)]
+    addrs = {_addr(held)} | {_addr(o) for o in others}
+    assert len(addrs) == 4  # four live results, four buffers
+    np.testing.assert_array_equal(held.numpy(), snapshot)
+    # a result nobody holds any more: the next call writes the same buffer again
+    first = tape.gradient(loss, w)
+    addr = _addr(first)
+    del first
+    again = tape.gradient(loss, w)
+    assert _addr(again) == addr
+    assert not again._value.flags.writeable  # frozen again once it is a tensor
+    np.testing.assert_array_equal(again.numpy(), snapshot)
+
+
+def test_parallel_and_serial_variants_agree_and_one_is_chosen():
+    n = 1 << 17  # large enough for a parallel loop
+    rng = np.random.default_rng(2)
+    x = jt.constant(rng.standard_normal(n).astype(np.float32))
+    w = jt.Variable(rng.standard_normal(n).astype(np.float32))
+    with jt.GradientTape(persistent=True, backend="cpu") as tape:
+        loss = jt.reduce_sum(jt.tanh(x * w) * jt.sigmoid(x))
+    first = tape.gradient(loss, w).numpy()
+    graph = next(g for g, p in cpu._BY_GRAPH.values() if p.entry_par is not None
+                 and g.input_types and g.input_types[0].shape == (n,))
+    prog = cpu.program(graph)
+    assert "prange(" in prog.source and "def entry_par(" in prog.source
+    results = [tape.gradient(loss, w).numpy() for _ in range(cpu._TUNE_CALLS + 2)]
+    import numba
+
+    assert prog.threads in (1, numba.config.NUMBA_NUM_THREADS)
+    for r in results:
+        np.testing.assert_allclose(r, first, rtol=1e-6, atol=1e-7)
