@@ -209,6 +209,7 @@ class _Gen:
             f"# jittape generated module: graph {g.name!r}, {len(g.nodes)} nodes, "
             f"{len(self.kernels)} kernels",
             f"# generator {GENERATOR_VERSION}, vector math {_vm_version()}",
+            "import math  # noqa: F401",
             "import numpy as np",
             "import numba",
             "from numba import prange  # noqa: F401",
@@ -271,6 +272,11 @@ class _Gen:
             x, o = n.inputs[0], n.outputs[0]
             var = f"t{o}"
             key = dict(n.attrs)["key"]
+            if t[0].rank == 0:  # all integers: Numba would give a scalar, not an array
+                self.entry.append(f"{var} = np.empty((), {np_type(t[0].dtype)})")
+                self.entry.append(f"{var}[()] = {self.val[x].var}[{_fmt_key(key)}]")
+                self.val[o] = _Operand(var, (), True)
+                return
             self.entry.append(f"{var} = {self.val[x].var}[{_fmt_key(key)}]")
             self.val[o] = _Operand(var, t[0].shape, False)
             return
@@ -338,8 +344,18 @@ class _Gen:
         btypes = body.types()
         args = []  # (param, entry expression)
         env_in = {}  # body input / const leaf id -> (param, shape)
+        mm_inputs = set()
+        if kind == "contraction":
+            for b in body.nodes:
+                if b.op.kind == "contraction":
+                    mm_inputs.update(b.inputs)
         for j, (bv, v) in enumerate(zip(body.inputs, n.inputs)):
-            op = self.operand(v)
+            if bv in mm_inputs and v in self.base:
+                # BLAS needs the broadcast materialised (index arithmetic is for loops)
+                op = _Operand(f"np.ascontiguousarray({self.val[v].var})", self.val[v].shape,
+                              True)
+            else:
+                op = self.operand(v)
             p = f"a{j}"
             args.append((p, op.var))
             env_in[bv] = (p, op.shape)
@@ -403,7 +419,7 @@ class _Gen:
         par = work >= PARALLEL_MIN and len(space) > 0
         head, vars_ = self.loop_nest(space, par)
         ind = "    " * len(space)
-        nodes = [b for b in body.nodes]
+        nodes = [b for b in body.nodes if b.outputs[0] not in env_in]
         env, lines = self.loads([b for b in nodes if phases.get(b.outputs[0]) != "leaf"]
                                 + _output_readers(body, env_in), env_in, vars_)
         lines += emit_values(nodes, env)
@@ -416,7 +432,8 @@ class _Gen:
         keepdims, rspace = bool(a["keepdims"]), tuple(a["rspace"])
         r = len(space)
         btypes = body.types()
-        pro = [b for b in body.nodes if phases[b.outputs[0]] in ("pro", "leaf")]
+        pro = [b for b in body.nodes if phases[b.outputs[0]] in ("pro", "leaf")
+               and b.outputs[0] not in env_in]
         reds = [b for b in body.nodes if phases[b.outputs[0]] == "red"]
         epi = [b for b in body.nodes if phases[b.outputs[0]] == "epi"]
         kept = [d for d in range(r) if d not in axes]

@@ -17,7 +17,7 @@ from ..ir import Node
 
 # Bumped whenever generated code changes meaning: it is part of every generated file's
 # content, so Numba's on-disk cache never serves a kernel from an older generator.
-GENERATOR_VERSION = "4.1"
+GENERATOR_VERSION = "4.2"
 
 
 class Unsupported(Exception):
@@ -82,7 +82,11 @@ def emit_values(nodes, env: dict, prefix: str = "v") -> list:
         (o,) = n.outputs
         if o in env:  # a constant the kernel takes as an argument
             continue
-        expr = scalar_expr(n, [env[i] for i in n.inputs])
+        args = [env[i] for i in n.inputs]
+        expr = scalar_expr(n, args)
+        if n.op.name in ("floordiv", "floormod") and np.dtype(n.types[0].dtype).kind in "iu":
+            lines.append(f"if {args[1]} == 0:")
+            lines.append(f"    raise InvalidArgumentError('{n.op.name}: Integer division by zero')")
         if n.op.name in ("fill", "const"):
             env[o] = expr
             continue

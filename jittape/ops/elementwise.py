@@ -78,8 +78,20 @@ def _pow_vjp(g, out, x, y):
     return gx, gy
 
 
+def _pow_fwd(x, y):
+    with np.errstate(all="ignore"):
+        r = np.power(x, y)
+    # numpy computes x**0.5 as sqrt(x): (-inf)**0.5 would be NaN and (-0)**0.5 -0;
+    # C's pow (TF's, and compiled code's) gives +inf and +0
+    if x.dtype.kind == "f" and y.size <= 16 and np.any(y == 0.5):
+        fix = (y == 0.5) & ((x == -np.inf) | (x == 0))
+        if fix.any():
+            r = np.where(fix, np.abs(x), r).astype(r.dtype, copy=False)
+    return r
+
+
 pow_op = defop(
-    "pow", inputs=2, kind="elementwise", forward=_errstate(np.power), infer=SAME,
+    "pow", inputs=2, kind="elementwise", forward=_pow_fwd, infer=SAME,
     vjp=_pow_vjp, scalar="({0} ** {1})", domain=("positive_first",),
 )
 negative_op = defop(
@@ -195,8 +207,17 @@ floordiv_op = defop(
     "floordiv", inputs=2, kind="elementwise", forward=_floordiv_fwd, infer=SAME,
     vjp=NO_GRADIENT, scalar="_vm.jt_floordiv({0}, {1})",
 )
+def _floormod_fwd(x, y):
+    if x.dtype.kind in "iu" and np.any(y == 0):
+        from ..errors import InvalidArgumentError
+
+        raise InvalidArgumentError("floormod: Integer division by zero")
+    with np.errstate(all="ignore"):
+        return np.mod(x, y)
+
+
 floormod_op = defop(
-    "floormod", inputs=2, kind="elementwise", forward=_errstate(np.mod), infer=SAME,
+    "floormod", inputs=2, kind="elementwise", forward=_floormod_fwd, infer=SAME,
     vjp=NO_GRADIENT, scalar="_vm.jt_floormod({0}, {1})",
 )
 floor_op = defop(
@@ -246,12 +267,12 @@ logical_not_op = defop(
 is_finite_op = defop(
     "is_finite", inputs=1, kind="elementwise", forward=np.isfinite,
     infer=elementwise_infer(out_dtype="bool", float_only=True), vjp=NO_GRADIENT,
-    scalar="math.isfinite({0})",
+    scalar="np.isfinite({0})",
 )
 is_nan_op = defop(
     "is_nan", inputs=1, kind="elementwise", forward=np.isnan,
     infer=elementwise_infer(out_dtype="bool", float_only=True), vjp=NO_GRADIENT,
-    scalar="math.isnan({0})",
+    scalar="np.isnan({0})",
 )
 
 
