@@ -8,6 +8,7 @@
     tape.gradient(y, x)  # <jt.Tensor: shape=(), dtype=float32, numpy=6.0>
 """
 
+from ._malloc import keep_freed_memory as _keep_freed_memory
 from . import errors, nest  # noqa: F401
 from .dtypes import (  # noqa: F401
     DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int16, int32, int64, uint8,
@@ -43,5 +44,7 @@ def constant(value, dtype=None, shape=None, name=None):  # noqa: F811 (TF's argu
         t = Tensor(_np.broadcast_to(t.numpy(), tuple(shape)).copy(), _own=True)
     return t
 
+
+_keep_freed_memory()
 
 __version__ = "0.1.0"
