@@ -252,3 +252,20 @@ def test_gradients_are_freed_without_the_garbage_collector():
         assert [r() for r in refs] == [None, None]
     finally:
         gc.enable()
+
+
+def test_freed_memory_is_kept_for_reuse_unless_turned_off():
+    import subprocess
+    import sys
+
+    code = "import jittape._malloc as m, jittape; print(m.applied)"
+    root = __import__("os").path.dirname(__import__("os").path.dirname(__file__))
+    env = dict(__import__("os").environ, PYTHONPATH=root)
+    on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    off = subprocess.run([sys.executable, "-c", code], env=dict(env, JITTAPE_MALLOC="0"),
+                         capture_output=True, text=True)
+    assert off.stdout.strip() == "[False]", off.stderr
+    import platform
+
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert on.stdout.strip() == "[True]", on.stderr
