@@ -17,7 +17,8 @@ test: $(STAMP)
 # the whole suite with every gradient compiled by the cpu backend (slow: one Numba
 # compile per distinct graph; the kernel cache makes a second run fast)
 test-cpu: $(STAMP)
-	JITTAPE_BACKEND=cpu $(PY) -m pytest -q tests -W "error::jittape.backends.cpu.CompileWarning"
+	JITTAPE_BACKEND=cpu JITTAPE_TEST_CPU_FULL=1 $(PY) -m pytest -q tests \
+		-W "error::jittape.backends.cpu.CompileWarning"
 
 demo: $(STAMP)
 	$(PY) examples/tape_basics.py
