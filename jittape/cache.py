@@ -24,15 +24,34 @@ __all__ = ["cache_dir", "clear", "size_bytes", "entries", "write_module", "purge
 _SUBDIR = "kernels"
 
 
+_warned_dirs: set = set()
+
+
 def cache_dir() -> str:
-    """Where generated modules live (created on first use)."""
+    """Where generated modules live (created on first use). A directory that cannot be
+    written is replaced by one under the system's temporary directory, with one warning."""
     root = os.environ.get("JITTAPE_CACHE_DIR")
     if not root:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "jittape")
     path = os.path.join(root, _SUBDIR)
-    os.makedirs(path, exist_ok=True)
-    return path
+    try:
+        os.makedirs(path, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(f"cannot write to {path}")
+        return path
+    except OSError as e:
+        fallback = os.path.join(tempfile.gettempdir(), f"jittape-{os.getuid()}", _SUBDIR) \
+            if hasattr(os, "getuid") else os.path.join(tempfile.gettempdir(), "jittape", _SUBDIR)
+        if path not in _warned_dirs:
+            _warned_dirs.add(path)
+            import warnings
+
+            warnings.warn(f"jittape: the kernel cache directory {root!r} is not usable ({e}); "
+                          f"using {os.path.dirname(fallback)!r} instead (set JITTAPE_CACHE_DIR)",
+                          UserWarning, stacklevel=2)
+        os.makedirs(fallback, exist_ok=True)
+        return fallback
 
 
 def max_bytes() -> int:

@@ -374,3 +374,16 @@ def test_parallel_and_serial_variants_agree_and_one_is_chosen():
     assert prog.threads in (1, numba.config.NUMBA_NUM_THREADS)
     for r in results:
         np.testing.assert_allclose(r, first, rtol=1e-6, atol=1e-7)
+
+
+def test_an_unusable_cache_directory_falls_back_to_a_temporary_one(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("JITTAPE_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    jcache._warned_dirs.clear()
+    with pytest.warns(UserWarning, match="not usable"):
+        d = jcache.cache_dir()
+    assert not d.startswith(str(blocker)) and os.access(d, os.W_OK)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert jcache.cache_dir() == d  # one warning
