@@ -387,3 +387,29 @@ def test_an_unusable_cache_directory_falls_back_to_a_temporary_one(tmp_path, mon
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert jcache.cache_dir() == d  # one warning
+
+
+def test_threads_share_a_compiled_graph_and_get_their_own_results():
+    import threading
+
+    n = 1 << 16
+    chain_step(n)  # compile first
+    want = {s: chain_step(n, backend="interpret", seed=s) for s in range(4)}
+    got, errors = {}, []
+
+    def work(s):
+        try:
+            for _ in range(5):
+                got[s] = chain_step(n, seed=s)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for s in range(4):
+        for a, b in zip(got[s], want[s]):
+            np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-5)
