@@ -220,6 +220,22 @@ def _freeze(v):
     return v
 
 
+def decode_index(key) -> tuple:
+    """A ``strided_slice`` key (its frozen form: ``("slice", start, stop, step)``,
+    ``"..."``, ``"newaxis"``, ints) as a numpy index."""
+    out = []
+    for k in key:
+        if isinstance(k, tuple) and k and k[0] == "slice":
+            out.append(slice(*k[1:]))
+        elif k == "...":
+            out.append(Ellipsis)
+        elif k == "newaxis":
+            out.append(None)
+        else:
+            out.append(k)
+    return tuple(out)
+
+
 def freeze_attrs(attrs: Mapping[str, Any] | None) -> tuple:
     """Attributes as a sorted tuple of (name, value) pairs, hashable and ordered."""
     if not attrs:

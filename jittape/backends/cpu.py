@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import cache as _cache
 from ..errors import InvalidArgumentError
-from ..ir import Graph, Node, freeze_attrs
+from ..ir import Graph, Node, decode_index, freeze_attrs
 from . import blas, interpret
 from .emit import (
     GENERATOR_VERSION, REDUCE_INIT, Unsupported, emit_values, literal, np_type, reduce_step,
@@ -108,20 +108,6 @@ def _fmt_key(key) -> str:
     if not parts:
         return "..."
     return ", ".join(parts) + ("," if len(parts) == 1 else "")
-
-
-def _decode_key(key):
-    out = []
-    for k in key:
-        if isinstance(k, tuple) and k and k[0] == "slice":
-            out.append(slice(*k[1:]))
-        elif k == "...":
-            out.append(Ellipsis)
-        elif k == "newaxis":
-            out.append(None)
-        else:
-            out.append(k)
-    return tuple(out)
 
 
 def _prod(xs) -> int:
@@ -431,7 +417,6 @@ class _Gen:
         space, axes = tuple(a["space"]), tuple(a["axes"])
         keepdims, rspace = bool(a["keepdims"]), tuple(a["rspace"])
         r = len(space)
-        btypes = body.types()
         pro = [b for b in body.nodes if phases[b.outputs[0]] in ("pro", "leaf")
                and b.outputs[0] not in env_in]
         reds = [b for b in body.nodes if phases[b.outputs[0]] == "red"]
@@ -533,7 +518,6 @@ class _Gen:
                 tail.append(f"{p}[{_index(s, evars)}] = {env2[bo]}")
         if any(phases.get(bo) == "epi" or bo in env_in for bo, _, _ in outs):
             lines += ehead + [eind + ln for ln in tail]
-        del btypes
         return lines, par
 
     def _epi_loads(self, nodes, env_in, vars_):
@@ -739,7 +723,7 @@ class _Gen:
         (g_,), o = n.inputs, n.outputs[0]
         a = dict(n.attrs)
         shape, key = tuple(a["shape"]), tuple(a["key"])
-        sel = np.empty(shape, dtype=bool)[_decode_key(tuple(k for k in key if k != "newaxis"))]
+        sel = np.empty(shape, dtype=bool)[decode_index(tuple(k for k in key if k != "newaxis"))]
         plain = tuple(k for k in key if k != "newaxis")
         d = self.dest(o)
         body = ["r0[...] = 0", f"r0[{_fmt_key(plain)}] = a0.reshape({_shape(sel.shape)})"]

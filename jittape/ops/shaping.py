@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from ..errors import InvalidArgumentError, composite
-from ..ir import NO_GRADIENT, Type
+from ..ir import decode_index, NO_GRADIENT, Type
 from ..tensor import Tensor, Variable, apply, convert_args, convert_to_tensor
 from . import elementwise as E
 from .registry import defop, normalize_axis, same_dtype
@@ -270,18 +270,7 @@ def _take_along(x, i, axis):
 # Slicing
 
 
-def _decode(key):
-    out = []
-    for k in key:
-        if isinstance(k, tuple) and k and k[0] == "slice":
-            out.append(slice(*k[1:]))
-        elif k == "...":
-            out.append(Ellipsis)
-        elif k == "newaxis":
-            out.append(None)
-        else:
-            out.append(k)
-    return tuple(out)
+_decode = decode_index
 
 
 def _encode(key):
