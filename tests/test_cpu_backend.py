@@ -534,19 +534,23 @@ def _check_program(program, seed, order):
             assert_same(a, b, f"{dtype} gradient {k} (order {order}) of {program}")
 
 
-@settings(max_examples=2)
+# every example is a Numba compile or two: few by default, many with JITTAPE_TEST_CPU_FULL=1
+N_RANDOM = 60 if FULL else 6
+
+
+@settings(max_examples=N_RANDOM)
 @given(_PROGRAMS, st.integers(0, 2**16))
 def test_random_program_gradients(program, seed):
     _check_program(program, seed, 1)
 
 
-@settings(max_examples=1)
+@settings(max_examples=N_RANDOM // 2)
 @given(_PROGRAMS, st.integers(0, 2**16))
 def test_random_program_second_order(program, seed):
     _check_program(program, seed, 2)
 
 
-@settings(max_examples=2)
+@settings(max_examples=N_RANDOM)
 @given(st.sampled_from(DTYPES).flatmap(pr.graphs))
 def test_random_ir_graphs(case):
     """Random IR graphs (comparisons, where, constants, fills, reductions, matmuls,
