@@ -822,7 +822,16 @@ REUSE_MIN_BYTES = int(os.environ.get("JITTAPE_REUSE_OUTPUTS_MIN", 1 << 16))
 
 
 # Threads for kernels with parallel loops: chosen by measuring (see Program._threads).
-_THREADS_ENV = os.environ.get("JITTAPE_NUM_THREADS")
+def _threads_env():
+    v = os.environ.get("JITTAPE_NUM_THREADS", "").strip()
+    try:
+        return int(v) if v else None
+    except ValueError:
+        warnings.warn(f"JITTAPE_NUM_THREADS={v!r} is not an integer; ignored", UserWarning)
+        return None
+
+
+_THREADS_ENV = _threads_env()
 RETUNE_CALLS = 2000
 _TUNE_CALLS = 8
 
@@ -920,7 +929,7 @@ class Program:
 
         rest = (*args, *self.consts, *slots, *outs)
         if _THREADS_ENV:
-            n = max(1, min(int(_THREADS_ENV), numba.config.NUMBA_NUM_THREADS))
+            n = max(1, min(_THREADS_ENV, numba.config.NUMBA_NUM_THREADS))
             if n == 1:
                 self.entry(*rest)
             else:
