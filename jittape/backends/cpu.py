@@ -827,7 +827,8 @@ def _threads_env():
     try:
         return int(v) if v else None
     except ValueError:
-        warnings.warn(f"JITTAPE_NUM_THREADS={v!r} is not an integer; ignored", UserWarning)
+        warnings.warn(f"JITTAPE_NUM_THREADS={v!r} is not an integer; ignored", UserWarning,
+                      stacklevel=2)
         return None
 
 
