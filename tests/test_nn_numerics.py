@@ -31,3 +31,24 @@ def test_clip_by_norm_gradient_at_zero_is_finite():
         t.watch(x)
         s = jt.reduce_sum(jt.clip_by_norm(x, 1.0) * w)
     np.testing.assert_allclose(t.gradient(s, x).numpy(), w)
+
+
+def test_where_forward_is_np_where_bit_for_bit():
+    """The where op's forward selects on the bits (branch-free) for large arrays: the
+    same bits as np.where, NaN payloads, -0 and broadcasting included."""
+    from jittape.ops.elementwise import _where_fwd
+
+    rng = np.random.default_rng(0)
+    for dt in (np.float32, np.float64, np.int32, np.int64):
+        for cs, xs, ys in [((100, 100), (100, 100), (100, 100)), ((100, 1), (1, 100), ()),
+                           ((), (64, 64), (64, 64)), ((64, 64), (64,), (64, 1))]:
+            c = np.asarray(rng.random(cs) > 0.5)
+            x = (rng.standard_normal(xs) * 10).astype(dt)
+            y = (rng.standard_normal(ys) * 10).astype(dt)
+            a, b = np.where(c, x, y), _where_fwd(c, x, y)
+            assert a.shape == b.shape and a.dtype == b.dtype
+            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), (dt, cs, xs, ys)
+    x = np.array([np.nan, -0.0, np.inf] * 2000, np.float32)
+    c = np.tile([True, True, False], 2000)
+    y = np.full(6000, -np.inf, np.float32)
+    assert np.array_equal(np.where(c, x, y).view(np.uint32), _where_fwd(c, x, y).view(np.uint32))
