@@ -368,10 +368,15 @@ def test_parallel_and_serial_variants_agree_and_one_is_chosen():
                  and g.input_types and g.input_types[0].shape == (n,))
     prog = cpu.program(graph)
     assert "prange(" in prog.source and "def entry_par(" in prog.source
+    # the first step compiled both variants: no later step compiles
+    assert prog.entry.signatures and prog.entry_par.signatures
+    compiled = dict(cpu.stats)
     results = [tape.gradient(loss, w).numpy() for _ in range(cpu._TUNE_CALLS + 2)]
     import numba
 
     assert prog.threads in (1, numba.config.NUMBA_NUM_THREADS)
+    assert cpu.stats == compiled
+    assert len(prog.entry.signatures) == len(prog.entry_par.signatures) == 1
     for r in results:
         np.testing.assert_allclose(r, first, rtol=1e-6, atol=1e-7)
 
