@@ -367,14 +367,11 @@ class _Gen:
         work = _prod(space) * (1 + 4 * heavy)
         if kind == "loop":
             lines, par = self.loop_body(body, phases, env_in, outs, space, work)
-            fm = None
         elif kind == "reduction":
             lines, par = self.reduction_body(body, phases, env_in, outs, a, work)
-            fm = None
         else:
             lines, par = self.contraction_body(body, phases, env_in, outs, space, work)
-            fm = None
-        self.kernel(desc, args, lines, par, fm)
+        self.kernel(desc, args, lines, par, None)
 
     @staticmethod
     def loads(nodes, env_in, space_vars, prefix="x"):
@@ -390,6 +387,32 @@ class _Gen:
             lines.append(f"{prefix}{i} = {p}[{_index(shape, space_vars)}]")
             env[i] = f"{prefix}{i}"
         return env, lines
+
+    def _prologue(self, body, pro, reds, pro_outs, env_in, svars):
+        """A reduction's loop body up to the accumulation: loads, prologue values and
+        the prologue values that are outputs, indexed over the whole space."""
+        readers = pro + reds + _output_readers(body, env_in, pro_outs)
+        env, lines = self.loads(readers, env_in, svars)
+        lines += emit_values(pro, env)
+        for bo, p, s in pro_outs:
+            lines.append(f"{p}[{_index(s, svars)}] = {env[bo]}")
+        return env, lines
+
+    def _epilogue(self, epi, red_env, env, phases, env_in, outs, rvars, write_phases):
+        """The epilogue over the reduced shape (``rvars`` index it): the reduced values
+        (``red_env``), the literals the prologue named, loads, epilogue values, and the
+        writes of outputs in ``write_phases`` (and of body inputs passed through)."""
+        env2 = dict(red_env)
+        for v, e in env.items():
+            if phases.get(v) == "leaf":
+                env2[v] = e
+        env3, lines = self.loads(epi, env_in, rvars, prefix="y")
+        env2.update(env3)
+        lines += emit_values(epi, env2)
+        for bo, p, s in outs:
+            if phases.get(bo) in write_phases or (bo in env_in and bo not in env):
+                lines.append(f"{p}[{_index(s, rvars)}] = {env2[bo]}")
+        return lines
 
     def loop_nest(self, space, parallel, first=0):
         """Header lines of a loop nest over ``space`` and its index variable names."""
@@ -453,11 +476,7 @@ class _Gen:
                 inner.append("    " * j + f"for i{d} in {rng}({space[d]}):")
             ind2 = ind + "    " * len(axes)
             svars = [f"i{d}" for d in range(r)]
-            readers = pro + reds + _output_readers(body, env_in, pro_outs)
-            env, ld = self.loads(readers, env_in, svars)
-            body_lines = ld + emit_values(pro, env)
-            for bo, p, s in pro_outs:
-                body_lines.append(f"{p}[{_index(s, svars)}] = {env[bo]}")
+            env, body_lines = self._prologue(body, pro, reds, pro_outs, env_in, svars)
             for b in reds:
                 acc = f"acc{b.outputs[0]}"
                 if b.op.extra["monoid"] == "add" and b.types[0].dtype != "bool":
@@ -467,17 +486,9 @@ class _Gen:
                                        b.types[0].dtype)
                     body_lines.append(f"{acc} = {step}")
             lines += [ind + ln for ln in inner] + [ind2 + ln for ln in body_lines]
-            rv = rvars(svars)
-            env2 = {b.outputs[0]: f"acc{b.outputs[0]}" for b in reds}
-            for v, e in env.items():
-                if phases.get(v) == "leaf":
-                    env2[v] = e
-            ld2, env3 = self._epi_loads(epi, env_in, rv)
-            env2.update(env3)
-            tail = ld2 + emit_values(epi, env2)
-            for bo, p, s in outs:
-                if phases.get(bo) in ("red", "epi") or (bo in env_in and bo not in env):
-                    tail.append(f"{p}[{_index(s, rv)}] = {env2[bo]}")
+            red_env = {b.outputs[0]: f"acc{b.outputs[0]}" for b in reds}
+            tail = self._epilogue(epi, red_env, env, phases, env_in, outs, rvars(svars),
+                                  ("red", "epi"))
             lines += [ind + ln for ln in tail]
             return lines, par_outer or par_inner
         # accumulate into arrays of the reduced shape, walking the space in order
@@ -492,10 +503,7 @@ class _Gen:
         par = bool(kept) and kept[0] == 0 and work >= PARALLEL_MIN
         head, svars = self.loop_nest(space, par)
         ind = "    " * r
-        env, ld = self.loads(pro + reds + _output_readers(body, env_in, pro_outs), env_in, svars)
-        body_lines = ld + emit_values(pro, env)
-        for bo, p, s in pro_outs:
-            body_lines.append(f"{p}[{_index(s, svars)}] = {env[bo]}")
+        env, body_lines = self._prologue(body, pro, reds, pro_outs, env_in, svars)
         rv = rvars(svars)
         ridx = _index(rspace, rv)
         for b in reds:
@@ -506,29 +514,11 @@ class _Gen:
         # the epilogue over the reduced shape
         ehead, evars = self.loop_nest(rspace, False, first=r)
         eind = "    " * len(rspace)
-        env2 = {b.outputs[0]: f"acc{b.outputs[0]}[{_index(rspace, evars)}]" for b in reds}
-        for v, e in env.items():
-            if phases.get(v) == "leaf":
-                env2[v] = e
-        ld2, env3 = self._epi_loads(epi, env_in, evars)
-        env2.update(env3)
-        tail = ld2 + emit_values(epi, env2)
-        for bo, p, s in outs:
-            if phases.get(bo) == "epi" or (bo in env_in and bo not in env):
-                tail.append(f"{p}[{_index(s, evars)}] = {env2[bo]}")
+        red_env = {b.outputs[0]: f"acc{b.outputs[0]}[{_index(rspace, evars)}]" for b in reds}
+        tail = self._epilogue(epi, red_env, env, phases, env_in, outs, evars, ("epi",))
         if any(phases.get(bo) == "epi" or bo in env_in for bo, _, _ in outs):
             lines += ehead + [eind + ln for ln in tail]
         return lines, par
-
-    def _epi_loads(self, nodes, env_in, vars_):
-        env, lines = {}, []
-        for b in nodes:
-            for i in b.inputs:
-                if i in env_in and i not in env:
-                    p, shape = env_in[i]
-                    lines.append(f"y{i} = {p}[{_index(shape, vars_)}]")
-                    env[i] = f"y{i}"
-        return lines, env
 
     def contraction_body(self, body, phases, env_in, outs, space, work):
         mm = body.nodes[[b.op.kind for b in body.nodes].index("contraction")]
@@ -587,7 +577,7 @@ class _Gen:
             for b in lead:
                 if b.outputs[0] not in env_in:  # a literal (others are arguments)
                     emit_values([b], env)
-            ld, envl = self._epi_loads(epi, env_in, vars_)
+            envl, ld = self.loads(epi, env_in, vars_, prefix="y")
             env.update(envl)
             loop += ld + emit_values(epi, env)
             for bo, p, s in outs:
