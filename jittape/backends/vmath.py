@@ -717,6 +717,17 @@ def _float_divmod(bits):
     return divmod_
 
 
+def _float_divmod_part(rt, k):
+    """The float implementation of floordiv (``k=0``) or floormod (``k=1``)."""
+    T = _scalar_type(rt)
+    divmod_ = _float_divmod(rt.bitwidth)
+
+    def impl(a, b):
+        return divmod_(T(a), T(b))[k]
+
+    return impl
+
+
 @overload(jt_floordiv, jit_options=_FLAGS, prefer_literal=True)
 def _ov_floordiv(a, b):
     rt = _result_type(a, b)
@@ -724,12 +735,7 @@ def _ov_floordiv(a, b):
         return None
     T = _scalar_type(rt)
     if isinstance(rt, types.Float):
-        divmod_ = _float_divmod(rt.bitwidth)
-
-        def impl(a, b):
-            return divmod_(T(a), T(b))[0]
-
-        return impl
+        return _float_divmod_part(rt, 0)
     if rt.signed:
         NEG_ONE = T(-1)
 
@@ -758,12 +764,7 @@ def _ov_floormod(a, b):
         return None
     T = _scalar_type(rt)
     if isinstance(rt, types.Float):
-        divmod_ = _float_divmod(rt.bitwidth)
-
-        def impl(a, b):
-            return divmod_(T(a), T(b))[1]
-
-        return impl
+        return _float_divmod_part(rt, 1)
 
     def impl(a, b):
         # Numba's % follows Python (sign of b) and gives 0 for b == 0
