@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 import passes
-from passes.prune import gradient_path, prune_unreachable
+from passes.prune import gradient_path
 
 from . import backends
 from .ir import Const, Graph, Node, get_op
@@ -273,17 +273,7 @@ def _trace_backward(nodes, targets, seeds, source_ids, values, canon, pipeline=(
         origin[vid] = ("capture", arr)
     # a VJP rule computes the gradient of every input, also of those (constants,
     # data) no source needs: drop those nodes, and inputs nothing reads
-    graph = tracer.builder.build(outputs)
-    graph = prune_unreachable(graph, drop_inputs=True).graph
-    if pipeline:
-        graph = passes.run_pipeline(graph, pipeline).graph
-        if len(graph.inputs) != len(set().union(*(n.inputs for n in graph.nodes), graph.outputs)
-                                     & set(graph.inputs)):
-            # the passes left inputs nothing reads: drop them (this rebuilds the graph,
-            # so a buffer plan made by the last pass is made again)
-            graph = prune_unreachable(graph, drop_inputs=True).graph
-            if pipeline and passes.pass_key(pipeline[-1])[0] == "plan_buffers":
-                graph = pipeline[-1](graph).graph
+    graph, _ = backends.optimize(tracer.builder.build(outputs), pipeline)
     origins = [origin.get(v) for v in graph.inputs]
     feeds = {v: feeds[v] for v in graph.inputs}
     return graph, feeds, tuple(computed), consts, origins

@@ -295,6 +295,11 @@ class Variable(_Operators):
     _count = 0
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
+        tracer = function_tracer()
+        if tracer is not None:
+            # inside ``jt.function``: the initial value is computed once, eagerly (TF
+            # lifts variable initializers out of the function too)
+            initial_value = tracer.initial_value(initial_value, dtype)
         if isinstance(initial_value, Variable):
             initial_value = initial_value.numpy()
         if callable(initial_value):
@@ -309,6 +314,8 @@ class Variable(_Operators):
         self._read_tensor = t
         self.trainable = bool(trainable)
         self._name = name or "Variable"
+        if tracer is not None:
+            tracer.created(self)
 
     @property
     def name(self) -> str:
@@ -328,9 +335,13 @@ class Variable(_Operators):
 
     def read_value(self) -> Tensor:
         """The current value as a tensor (recorded on tapes that watch this variable)."""
-        t = self._read_tensor
-        if t is None:
-            t = self._read_tensor = Tensor(self._value)
+        tracer = function_tracer()
+        if tracer is not None:
+            t = tracer.read_variable(self)
+        else:
+            t = self._read_tensor
+            if t is None:
+                t = self._read_tensor = Tensor(self._value)
         for reads in _state.local.variable_reads:
             reads.append(self)
         for tape in _state.local.tapes:
@@ -339,21 +350,32 @@ class Variable(_Operators):
 
     value = read_value
 
+    def _concrete(self, what) -> np.ndarray:
+        if function_tracer() is not None:
+            raise TypeError(
+                f"{what} of variable {self.name!r} inside a jt.function: while the function "
+                "is traced its value is symbolic (it is read when the compiled function "
+                "runs); use jittape ops on the variable instead"
+            )
+        return self._value
+
     def numpy(self) -> np.ndarray:
-        return self._value.copy() if self._value.ndim else self._value[()]
+        v = self._concrete("numpy()")
+        return v.copy() if v.ndim else v[()]
 
     def __array__(self, dtype=None, copy=None):
-        v = self._value.copy() if copy else self._value
+        v = self._concrete("np.asarray()")
+        v = v.copy() if copy else v
         return v if dtype is None else v.astype(dtype, copy=False)
 
     def __float__(self):
-        return float(self._value)
+        return float(self._concrete("float()"))
 
     def __int__(self):
-        return int(self._value)
+        return int(self._concrete("int()"))
 
     def __bool__(self):
-        return bool(self._value)
+        return bool(self._concrete("bool() (Python control flow on a variable)"))
 
     def _new_value(self, value, what) -> np.ndarray:
         t = convert_to_tensor(value, dtype=self.dtype)
@@ -373,18 +395,33 @@ class Variable(_Operators):
 
     def assign(self, value, read_value=True):
         """Set the value. Returns the variable."""
+        tracer = function_tracer()
+        if tracer is not None:
+            tracer.assign_variable(self, "assign", value)
+            return self
         self._set(self._new_value(value, "assign"))
         return self
 
     def assign_add(self, delta, read_value=True):
+        tracer = function_tracer()
+        if tracer is not None:
+            tracer.assign_variable(self, "assign_add", delta)
+            return self
         self._set(self._value + self._new_value(delta, "assign_add"))
         return self
 
     def assign_sub(self, delta, read_value=True):
+        tracer = function_tracer()
+        if tracer is not None:
+            tracer.assign_variable(self, "assign_sub", delta)
+            return self
         self._set(self._value - self._new_value(delta, "assign_sub"))
         return self
 
     def __repr__(self):
+        if function_tracer() is not None:
+            return (f"<jt.Variable '{self.name}' shape={self.shape} "
+                    f"dtype={self.dtype.name}, symbolic while traced>")
         body = np.array2string(self._value, separator=", ")
         return (
             f"<jt.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, numpy={body}>"
@@ -568,6 +605,17 @@ class Tracer:
 
     def __exit__(self, *exc):
         _state.local.tracers.remove(self)
+
+
+def function_tracer():
+    """The ``jt.function`` trace being built on this thread, if any (the innermost
+    tracer, when it traces a function: a backward graph's tracer is not one)."""
+    tracers = _state.local.tracers
+    if tracers:
+        t = tracers[-1]
+        if getattr(t, "traces_function", False):
+            return t
+    return None
 
 
 def _const_op():

@@ -59,6 +59,26 @@ def pipeline(backend: str | None = None) -> tuple:
     return _module(name).pipeline()
 
 
+def optimize(graph, pipeline) -> tuple:
+    """``graph`` through ``pipeline``, with inputs nothing reads dropped (before the
+    passes and, when they made more unused, after them; a buffer plan made by the last
+    pass is made again then). Input ids are kept. Returns ``(graph, reports)``."""
+    import passes
+    from passes.prune import prune_unreachable
+
+    graph = prune_unreachable(graph, drop_inputs=True).graph
+    if not pipeline:
+        return graph, []
+    res = passes.run_pipeline(graph, pipeline)
+    graph = res.graph
+    read = set().union(*(n.inputs for n in graph.nodes), graph.outputs)
+    if any(v not in read for v in graph.inputs):
+        graph = prune_unreachable(graph, drop_inputs=True).graph
+        if passes.pass_key(pipeline[-1])[0] == "plan_buffers":
+            graph = pipeline[-1](graph).graph
+    return graph, res.reports
+
+
 def run(graph, feeds: dict, backend: str | None = None) -> list:
     """Run ``graph`` with ``feeds`` (input id -> ndarray); returns the output arrays."""
     return _module(backend or _current[0]).run(graph, feeds)

@@ -65,7 +65,8 @@ class CompileWarning(UserWarning):
 
 blas.limit_threads()
 
-stats = {"graphs": 0, "compiled": 0, "disk_hits": 0, "fallbacks": 0, "compile_seconds": 0.0}
+stats = {"graphs": 0, "compiled": 0, "disk_hits": 0, "memory_hits": 0, "fallbacks": 0,
+         "compile_seconds": 0.0}
 
 
 # ---------------------------------------------------------------------------
@@ -868,6 +869,7 @@ class Program:
         self.ready = False
         self.compile_seconds = 0.0
         self.loaded_from_disk = False
+        self.origin = None  # "compiled", "disk" or "memory" once it has run
         self.fallback = None  # the reason, once the program runs on interpret
 
     def _args(self, arrays):
@@ -962,8 +964,13 @@ class Program:
                 med[k] = ts[len(ts) // 2]
             self.threads = most if most > 1 and med[most] < 0.9 * med[1] else 1
 
-    def __call__(self, arrays) -> list:
-        args = self._args(arrays)
+    def __call__(self, arrays, trusted: bool = False) -> list:
+        """Outputs for ``arrays``. ``trusted``: the caller guarantees each array's dtype
+        and shape (``jt.function`` keys its traces by them); only contiguity is checked."""
+        if trusted:
+            args = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
+        else:
+            args = self._args(arrays)
         mine = self.lock.acquire(blocking=False)
         try:
             if mine:
@@ -1010,24 +1017,37 @@ def _numba_errors():
             IndexError, EOFError, OSError, ValueError, ImportError, SyntaxError)
 
 
+def _compiled_state(prog: Program) -> tuple:
+    entries = [prog.entry] + ([prog.entry_par] if prog.entry_par is not None else [])
+    return (sum(len(e.overloads) for e in entries),
+            sum(sum(e.stats.cache_hits.values()) for e in entries),
+            sum(sum(e.stats.cache_misses.values()) for e in entries))
+
+
 def _warm(prog: Program, arrays) -> list:
-    """First call: Numba compiles the module (or loads it from its disk cache)."""
+    """First call: Numba compiles the module, loads it from its disk cache, or finds it
+    compiled already in this process (another graph generated the same source: a new
+    batch size, say)."""
     import numba.core.errors as ne
 
+    before = _compiled_state(prog)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ne.NumbaPerformanceWarning)
         warnings.simplefilter("ignore", ne.NumbaWarning)
         res = prog(arrays)
     prog.compile_seconds = time.perf_counter() - t0
-    entries = [prog.entry] + ([prog.entry_par] if prog.entry_par is not None else [])
-    misses = sum(sum(e.stats.cache_misses.values()) for e in entries)
-    hits = sum(sum(e.stats.cache_hits.values()) for e in entries)
-    prog.loaded_from_disk = misses == 0 and hits > 0
-    if prog.loaded_from_disk:
+    after = _compiled_state(prog)
+    if after[0] == before[0]:
+        prog.origin = "memory"  # the same module, already compiled for these types
+        stats["memory_hits"] += 1
+    elif after[2] == before[2] and after[1] > before[1]:
+        prog.origin = "disk"
         stats["disk_hits"] += 1
     else:
+        prog.origin = "compiled"
         stats["compiled"] += 1
+    prog.loaded_from_disk = prog.origin == "disk"
     stats["compile_seconds"] += prog.compile_seconds
     prog.ready = True
     return res
@@ -1096,10 +1116,18 @@ def run(graph: Graph, feeds: dict) -> list:
     """Outputs of ``graph`` for ``feeds`` (input id -> ndarray), compiled."""
     if not graph.outputs:
         return []
+    return run_arrays(graph, [feeds[v] for v in graph.inputs], feeds)
+
+
+def run_arrays(graph: Graph, arrays: list, feeds: dict | None = None) -> list:
+    """:func:`run` with the input arrays in ``graph.inputs`` order."""
+    if not graph.outputs:
+        return []
+    if feeds is None:
+        feeds = dict(zip(graph.inputs, arrays))
     failed = _FAILED.get(id(graph))
     if failed is not None and failed[0] is graph:
         return interpret.run(graph, feeds)
-    arrays = [feeds[v] for v in graph.inputs]
     prog = None
     try:
         prog = program(graph)

@@ -1,0 +1,886 @@
+"""``jt.function``: trace a Python function once per call signature, optimize the
+whole graph and run it as one compiled call, as ``tf.function`` does.
+
+The way of one call::
+
+    train_step(x, y)
+      -> signature key: (backend, tensors by shape and dtype, Python values by value,
+         variables by identity, nesting)                          [every call]
+      -> hit: one call into the compiled program, then the variables that the step
+         assigned take their new arrays                            [every call]
+      -> miss: trace ``fn`` with symbolic tensors (FunctionTracer), run the backend's
+         passes, generate and compile (or reuse identical source)  [once per signature]
+
+While tracing, a variable read is a graph input fed with the variable's value at call
+time; ``assign*`` make the value that later reads see (SSA: every read sees what the
+Python code would have seen) and the last value is a graph output written back to the
+variable after the call. A ``GradientTape`` inside the function records the symbolic
+ops and its ``gradient`` emits the backward ops into the same graph, so the forward
+pass, the backward pass and the optimizer update are one program.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import logging
+import os
+import sys
+import threading
+import time
+import types
+import warnings
+import weakref
+
+import numpy as np
+
+from . import _state, backends, nest
+from .config import _flags
+from .dtypes import as_dtype
+from .errors import InvalidArgumentError, user_location
+from .ir import Type, dtype_name, print_graph
+from .tensor import Tensor, Tracer, Variable, convert_to_tensor
+
+__all__ = ["function", "Function", "TensorSpec", "CacheInfo"]
+
+_logger = logging.getLogger("jittape")
+
+
+def _log_enabled(topic: str) -> bool:
+    want = os.environ.get("JITTAPE_LOG", "")
+    if not want:
+        return False
+    topics = {t.strip() for t in want.split(",")}
+    return topic in topics or "all" in topics
+
+
+def _log(topic: str, msg: str) -> None:
+    if not _log_enabled(topic):
+        return
+    if not _logger.handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("jittape[%(topic)s]: %(message)s"))
+        _logger.addHandler(h)
+    if _logger.level == logging.NOTSET or _logger.level > logging.INFO:
+        _logger.setLevel(logging.INFO)
+    _logger.info(msg, extra={"topic": topic})
+
+
+# ---------------------------------------------------------------------------
+# TensorSpec
+
+
+class TensorSpec:
+    """The shape (``None`` for a dimension of any size) and dtype of a tensor argument,
+    for ``input_signature`` (``tf.TensorSpec``)."""
+
+    __slots__ = ("shape", "dtype", "name")
+
+    def __init__(self, shape, dtype="float32", name=None):
+        self.shape = None if shape is None else tuple(
+            None if d is None else int(d) for d in shape)
+        self.dtype = as_dtype(dtype)
+        self.name = name
+
+    @classmethod
+    def from_tensor(cls, tensor, name=None):
+        return cls(tuple(tensor.shape), tensor.dtype, name)
+
+    def is_compatible_with(self, value) -> bool:
+        shape = tuple(np.shape(value)) if not isinstance(value, (Tensor, Variable)) else tuple(
+            value.shape)
+        if self.shape is None:
+            return True
+        return len(shape) == len(self.shape) and all(
+            w is None or w == d for w, d in zip(self.shape, shape))
+
+    def __eq__(self, other):
+        return (isinstance(other, TensorSpec) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype.name))
+
+    def __repr__(self):
+        shape = "None" if self.shape is None else "(" + ", ".join(
+            "None" if d is None else str(d) for d in self.shape) + ("," if len(self.shape) == 1
+                                                                     else "") + ")"
+        return f"TensorSpec(shape={shape}, dtype=jt.{self.dtype.name}, name={self.name!r})"
+
+
+# ---------------------------------------------------------------------------
+# Signature keys
+
+
+class _SymbolicArg(Exception):
+    """An argument is a symbolic tensor: the call happens inside another trace."""
+
+
+_PY_VALUES = (bool, int, float, complex, str, bytes, type(None))
+
+
+def _dict_keys(d) -> list:
+    try:
+        return sorted(d)
+    except TypeError:
+        return list(d)
+
+
+def _key(obj, leaves: list):
+    """A hashable key for one argument; its arrays are appended to ``leaves`` (in the
+    order :func:`_symbolize` visits them)."""
+    if isinstance(obj, Tensor):
+        v = obj._value
+        if v is None:
+            raise _SymbolicArg
+        leaves.append(v)
+        return obj._type
+    t = type(obj)
+    if t in _PY_VALUES:
+        if t is float and obj != obj:
+            return (t, "nan")
+        return (t, obj)
+    if isinstance(obj, (np.ndarray, np.generic)):
+        a = np.asarray(obj)
+        if a.dtype.kind not in "biuf":
+            return ("object", id(obj))
+        leaves.append(a)
+        return Type(a.shape, dtype_name(a.dtype))
+    if isinstance(obj, Variable):
+        return ("var", obj._uid)
+    if isinstance(obj, (list, tuple)):
+        return (t, tuple([_key(x, leaves) for x in obj]))
+    if isinstance(obj, dict):
+        return (t, tuple([(k, _key(obj[k], leaves)) for k in _dict_keys(obj)]))
+    try:
+        hash(obj)
+        return ("object", obj)
+    except TypeError:
+        return ("id", id(obj))
+
+
+def _symbolize(obj, make):
+    """``obj`` with each tensor or array replaced by ``make(type)``, visiting leaves in
+    the order of :func:`_key`."""
+    if isinstance(obj, Tensor):
+        return make(obj._type)
+    t = type(obj)
+    if t in _PY_VALUES:
+        return obj
+    if isinstance(obj, (np.ndarray, np.generic)):
+        a = np.asarray(obj)
+        if a.dtype.kind not in "biuf":
+            return obj
+        return make(Type(a.shape, dtype_name(a.dtype)))
+    if isinstance(obj, Variable):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        items = [_symbolize(x, make) for x in obj]
+        if hasattr(obj, "_fields"):
+            return t(*items)
+        return t(items)
+    if isinstance(obj, dict):
+        vals = {k: _symbolize(obj[k], make) for k in _dict_keys(obj)}
+        return t((k, vals[k]) for k in obj) if t is not dict else {k: vals[k] for k in obj}
+    return obj
+
+
+def _describe_leaves(args, kwargs, params) -> dict:
+    """path -> key of each leaf, for saying which argument's key changed."""
+    out: dict = {}
+
+    def walk(obj, path):
+        if isinstance(obj, (list, tuple)) and not isinstance(obj, _PY_VALUES):
+            out[path] = ("seq", type(obj).__name__, len(obj))
+            for j, x in enumerate(obj):
+                walk(x, f"{path}[{j}]")
+            return
+        if isinstance(obj, dict):
+            out[path] = ("dict", tuple(_dict_keys(obj)))
+            for k in _dict_keys(obj):
+                walk(obj[k], f"{path}[{k!r}]")
+            return
+        if isinstance(obj, Variable):
+            out[path] = ("var", obj._uid, obj.name)
+            return
+        leaves: list = []
+        try:
+            k = _key(obj, leaves)
+        except _SymbolicArg:
+            k = ("symbolic",)
+        out[path] = k
+
+    for j, a in enumerate(args):
+        walk(a, params[j] if j < len(params) else f"args[{j}]")
+    for name in _dict_keys(kwargs):
+        walk(kwargs[name], name)
+    return out
+
+
+def _fmt_shape(s) -> str:
+    return "(" + ", ".join(str(d) for d in s) + ("," if len(s) == 1 else "") + ")"
+
+
+def _fmt_key(k) -> str:
+    if isinstance(k, Type):
+        return f"{k.dtype} tensor of shape {_fmt_shape(k.shape)}"
+    if isinstance(k, tuple) and k and isinstance(k[0], type):
+        return f"Python {k[0].__name__} {k[1]!r}"
+    if isinstance(k, tuple) and k and k[0] == "var":
+        return f"variable {k[2]!r}"
+    if isinstance(k, tuple) and k and k[0] == "seq":
+        return f"{k[1]} of length {k[2]}"
+    if isinstance(k, tuple) and k and k[0] == "dict":
+        return f"dict with keys {list(k[1])}"
+    if isinstance(k, tuple) and k and k[0] in ("object", "id"):
+        return f"object {k[1]!r}"[:80]
+    return repr(k)
+
+
+def _diff(old: dict, new: dict) -> list:
+    """Lines saying which argument keys differ between two calls."""
+    lines = []
+    for path in list(new) + [p for p in old if p not in new]:
+        a, b = old.get(path), new.get(path)
+        if a == b:
+            continue
+        if a is None:
+            lines.append(f"argument {path!r} is new: {_fmt_key(b)}")
+            continue
+        if b is None:
+            lines.append(f"argument {path!r} is gone (was {_fmt_key(a)})")
+            continue
+        if isinstance(a, Type) and isinstance(b, Type):
+            if a.dtype != b.dtype:
+                lines.append(f"argument {path!r}: dtype {a.dtype} -> {b.dtype}")
+            if a.shape != b.shape:
+                lines.append(f"argument {path!r}: shape {_fmt_shape(a.shape)} -> "
+                             f"{_fmt_shape(b.shape)}")
+            continue
+        if (isinstance(a, tuple) and isinstance(b, tuple) and a and b and isinstance(a[0], type)
+                and isinstance(b[0], type) and a[0] in (int, float, bool, complex)
+                and b[0] in (int, float, bool, complex)):
+            lines.append(
+                f"argument {path!r}: Python {a[0].__name__} {a[1]!r} -> {b[0].__name__} "
+                f"{b[1]!r} (each Python value is traced separately; pass a 0-d tensor "
+                f"instead, e.g. jt.constant({b[1]!r}), to make it an input)")
+            continue
+        lines.append(f"argument {path!r}: {_fmt_key(a)} -> {_fmt_key(b)}")
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# Tracing
+
+
+class FunctionTracer(Tracer):
+    """The tracer of one ``jt.function`` trace: also owns the variables' values."""
+
+    traces_function = True
+
+    def __init__(self, name):
+        super().__init__(name, const_captures=True)
+        self.sources: dict = {}  # graph input id -> ("arg", k) | ("var", Variable)
+        self.vars: dict = {}  # variable uid -> [variable, current value, last read]
+        self.written: dict = {}  # variable uid -> variable, in order of first assign
+        self.created_vars: list = []
+
+    def add(self, op, ins, attrs, types, loc=None):
+        return super().add(op, ins, attrs, types, loc=loc or user_location(2))
+
+    # -- variables ---------------------------------------------------------------
+    def _state(self, v: Variable) -> list:
+        st = self.vars.get(v._uid)
+        if st is None:
+            a = v._value
+            ty = Type(a.shape, dtype_name(a.dtype))
+            vid = self.builder.add_input(ty, f"var:{v._name}")
+            self.sources[vid] = ("var", v)
+            t = Tensor(_type=ty, _tracer=self, _id=vid)
+            st = self.vars[v._uid] = [v, t, t]
+        return st
+
+    def read_variable(self, v: Variable) -> Tensor:
+        st = self._state(v)
+        if st[2] is None:  # assigned since the last read: a read of the new value
+            from .ops.elementwise import read_op
+
+            cur = st[1]
+            (o,) = self.builder.add_node(read_op, [cur._id], types=(cur._type,),
+                                         loc=user_location(2))
+            st[2] = Tensor(_type=cur._type, _tracer=self, _id=o)
+        return st[2]
+
+    def assign_variable(self, v: Variable, mode: str, value) -> None:
+        from . import ops
+
+        st = self._state(v)
+        saved, _state.local.tapes = _state.local.tapes, []  # assign is never recorded
+        try:
+            if isinstance(value, Variable):
+                value = value.read_value()
+            t = convert_to_tensor(value, dtype=v.dtype)
+            if tuple(t.shape) != tuple(v.shape):
+                raise InvalidArgumentError(
+                    f"Variable.{mode}: cannot assign a value of shape {list(t.shape)} to "
+                    f"variable {v.name!r} of shape {list(v.shape)}")
+            if mode == "assign_add":
+                t = ops.add(self.read_variable(v), t)
+            elif mode == "assign_sub":
+                t = ops.subtract(self.read_variable(v), t)
+        finally:
+            _state.local.tapes = saved
+        if t._tracer is not self:
+            vid = self.capture(t)
+            t = Tensor(_type=t._type, _tracer=self, _id=vid)
+        st[1], st[2] = t, None
+        self.written.setdefault(v._uid, v)
+
+    def created(self, v: Variable) -> None:
+        self.created_vars.append(v)
+
+    def initial_value(self, value, dtype):
+        """A variable created while tracing gets a concrete initial value, computed now
+        (a callable runs outside the trace; a symbolic tensor is evaluated when it
+        depends on nothing but constants and variables)."""
+        if isinstance(value, (Tensor, Variable)) or not callable(value):
+            pass
+        else:
+            with self.outside():
+                value = value()
+        if isinstance(value, Variable):
+            value = self.read_variable(value)
+        if isinstance(value, Tensor) and value._value is None:
+            value = self.evaluate(value)
+        return value
+
+    def evaluate(self, t: Tensor) -> Tensor:
+        from .backends import interpret
+        from passes.prune import prune_unreachable
+
+        g = prune_unreachable(self.builder.build([t._id]), drop_inputs=True).graph
+        feeds = {}
+        for vid in g.inputs:
+            src = self.sources.get(vid)
+            if src is None:
+                feeds[vid] = next(a for i, a in self.captures.values() if i == vid)
+            elif src[0] == "var":
+                feeds[vid] = src[1]._value
+            else:
+                raise TypeError(
+                    "the initial value of a Variable created inside a jt.function depends "
+                    "on the function's arguments; create the variable outside the function, "
+                    "or from constants, initializers or other variables"
+                    + (f" (at {user_location(2)})" if user_location(2) else ""))
+        (a,) = interpret.run(g, feeds)
+        return Tensor(np.array(a), _own=True)
+
+    def outside(self):
+        tracer = self
+
+        class _Outside:
+            def __enter__(self):
+                self.saved = (_state.local.tracers, _state.local.tapes)
+                _state.local.tracers = [x for x in _state.local.tracers if x is not tracer]
+                _state.local.tapes = []
+
+            def __exit__(self, *exc):
+                _state.local.tracers, _state.local.tapes = self.saved
+
+        return _Outside()
+
+
+# ---------------------------------------------------------------------------
+# One trace: a concrete function
+
+
+_ARG, _VAR, _CAP = 0, 1, 2
+
+
+class ConcreteFunction:
+    """The traced, optimized and compiled program for one call signature."""
+
+    def __init__(self, fn_name, backend, key, params):
+        self.name = fn_name
+        self.backend = backend
+        self.key = key
+        self.params = params
+        self.traced = None  # the graph as traced
+        self.graph = None  # after the passes
+        self.reports: list = []
+        self.feed_plan: list = []  # (kind, x) per graph input
+        self.out_plan: list = []  # per flat output leaf: graph output index or ("py", obj)
+        self.out_structure = None
+        self.writes: list = []  # (variable, graph output index)
+        self.program = None
+        self.times = {"trace": 0.0, "passes": 0.0, "codegen": 0.0, "compile": 0.0}
+        self.cause = ""
+        self.call_number = 0
+        self.ready = False
+        self._source: dict = {}
+        self.created: list = []
+
+    # -- running -------------------------------------------------------------------
+    def _arrays(self, leaves):
+        return [leaves[x] if kind == _ARG else (x._value if kind == _VAR else x)
+                for kind, x in self.feed_plan]
+
+    def run(self, leaves):
+        arrays = self._arrays(leaves)
+        prog = self.program
+        if prog is not None and prog.ready and prog.fallback is None:
+            outs = prog(arrays, trusted=True)
+        elif self.backend == "cpu":
+            from .backends import cpu
+
+            outs = cpu.run_arrays(self.graph, arrays)
+            if prog is not None and prog.ready and not self.ready:
+                self.times["compile"] = prog.compile_seconds
+                self.ready = True
+        else:
+            outs = backends.run(self.graph, dict(zip(self.graph.inputs, arrays)), self.backend)
+            outs = [self._owned(a, arrays) for a in outs]
+        for v, k in self.writes:
+            a = outs[k]
+            if a.flags.writeable:
+                a.setflags(write=False)
+            v._value = a
+            v._read_tensor = None
+        flat = [Tensor(outs[p], _own=True) if type(p) is int else p[1] for p in self.out_plan]
+        return nest.pack_sequence_as(self.out_structure, flat)
+
+    @staticmethod
+    def _owned(a, arrays):
+        """An output of the interpret backend may be a fed array (or a view of one): a
+        caller's writeable array is copied, never frozen or shared."""
+        if not a.flags.writeable:
+            return a
+        for x in arrays:
+            if x.flags.writeable and np.may_share_memory(a, x):
+                return a.copy()
+        return a
+
+    # -- introspection ---------------------------------------------------------------
+    def kernels(self) -> list:
+        if self.program is not None:
+            return list(self.program.kernels)
+        from passes import kernels, is_fused
+
+        out = []
+        for k, n in enumerate(kernels(self.graph)):
+            if is_fused(n):
+                a = n.attr_dict
+                ops = [b.op.name for b in a["body"].nodes]
+                out.append((f"k{k}", f"{a['kind']}: " + ", ".join(ops)))
+            else:
+                out.append((f"k{k}", n.op.name))
+        return out
+
+
+
+class CacheInfo(collections.namedtuple(
+        "CacheInfo", "traces hits misses kernels compiled reused compile_seconds signatures")):
+    """``traces``: times the Python function was traced; ``hits``/``misses``: calls that
+    found / did not find a trace for their signature; ``kernels``: kernels in the
+    compiled programs; ``compiled``: programs Numba compiled; ``reused``: programs whose
+    generated source was compiled already (in memory or on disk); ``compile_seconds``:
+    tracing, passes, code generation and compilation; ``signatures``: traces kept."""
+
+
+# ---------------------------------------------------------------------------
+# Function
+
+
+_RETRACE_HINT = (
+    "Tracing is expensive and the excessive number of tracings could be due to (1) "
+    "creating a jt.function repeatedly in a loop, (2) passing tensors with different "
+    "shapes (reduce_retracing=True, or an input_signature with None dimensions, say "
+    "which shapes are expected), (3) passing Python values (a learning rate as a Python "
+    "float, say) instead of tensors."
+)
+_wrapped_count: dict = collections.Counter()  # code object -> Functions made from it
+
+
+class Function:
+    """A Python function traced and compiled once per call signature (``tf.function``).
+
+    Calls with the same signature (tensor shapes and dtypes, Python values, variables
+    by identity) run the compiled program; a new signature traces again. See
+    :func:`function`.
+    """
+
+    def __init__(self, fn, input_signature=None, reduce_retracing=False, backend=None,
+                 name=None):
+        if not callable(fn):
+            raise TypeError(f"jt.function needs a callable, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._name = name or getattr(fn, "__qualname__", getattr(fn, "__name__", "function"))
+        if input_signature is not None:
+            if not isinstance(input_signature, (list, tuple)):
+                raise TypeError("input_signature must be a list or tuple of jt.TensorSpec")
+            for s in nest.flatten(list(input_signature)):
+                if not isinstance(s, TensorSpec):
+                    raise TypeError(
+                        f"input_signature entries must be jt.TensorSpec, got {type(s).__name__}")
+            input_signature = tuple(input_signature)
+        self.input_signature = input_signature
+        self._reduce_retracing = bool(reduce_retracing)
+        self._backend = None if backend is None else backends.check_backend(backend)
+        self._cache: dict = {}
+        self._lock = threading.RLock()
+        self._traces = 0
+        self._hits = 0
+        self._misses = 0
+        self._calls = 0
+        self._recent = collections.deque(maxlen=10)
+        self._warned = 0
+        self._history: list = []  # described keys of the traces, newest last
+        self._relaxed: dict = {}  # argument path -> dims that changed (reduce_retracing)
+        self._bound = weakref.WeakKeyDictionary()
+        self._bound_strong: dict = {}
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            _wrapped_count[code] += 1
+        self._code = code
+        try:
+            import inspect
+
+            self._params = [p for p in inspect.signature(fn).parameters]
+        except (TypeError, ValueError):
+            self._params = []
+
+    @property
+    def python_function(self):
+        return self._fn
+
+    def __repr__(self):
+        return f"<jt.function {self._name}>"
+
+    # -- methods -------------------------------------------------------------------
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        try:
+            bound = self._bound.get(instance)
+        except TypeError:
+            bound = self._bound_strong.get(id(instance))
+        if bound is None:
+            bound = Function(types.MethodType(self._fn, instance), self.input_signature,
+                             self._reduce_retracing, self._backend, name=self._name)
+            try:
+                self._bound[instance] = bound
+            except TypeError:
+                self._bound_strong[id(instance)] = bound
+        return bound
+
+    # -- calling -------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        local = _state.local
+        if _flags["run_functions_eagerly"] or local.tapes or local.tracers:
+            # inside another trace (inlined), under a recording tape (so that it can
+            # differentiate through the call) or when debugging: the Python function
+            return self._fn(*args, **kwargs)
+        if self.input_signature is not None:
+            args = self._fit_signature(args, kwargs)
+        backend = self._backend or backends._current[0]
+        leaves: list = []
+        try:
+            key = (backend, _key(args, leaves), _key(kwargs, leaves) if kwargs else None)
+        except _SymbolicArg:
+            return self._fn(*args, **kwargs)
+        cf = self._cache.get(key)
+        traced = False
+        if cf is None:
+            with self._lock:
+                cf = self._cache.get(key)
+                if cf is None:
+                    cf = self._trace(key, backend, args, kwargs)
+                    traced = True
+        self._calls += 1
+        if traced:
+            self._misses += 1
+        else:
+            self._hits += 1
+        self._recent.append(traced)
+        if traced:
+            self._maybe_warn(cf)
+        return cf.run(leaves)
+
+    def _fit_signature(self, args, kwargs):
+        sig = self.input_signature
+        if kwargs:
+            raise TypeError(
+                f"jt.function {self._name!r} has an input_signature; pass its arguments "
+                f"positionally (got keyword arguments {sorted(kwargs)})")
+        if len(args) != len(sig):
+            raise TypeError(
+                f"jt.function {self._name!r} takes {len(sig)} argument(s) by its "
+                f"input_signature, got {len(args)}")
+        try:
+            flat_specs = nest.flatten(list(sig))
+            flat_args = nest.flatten(list(args))
+            if len(flat_specs) != len(flat_args):
+                raise ValueError
+        except (ValueError, TypeError):
+            raise TypeError(
+                f"jt.function {self._name!r}: the arguments do not have the nesting of its "
+                f"input_signature {list(sig)}") from None
+        fitted = []
+        for j, (spec, a) in enumerate(zip(flat_specs, flat_args)):
+            try:
+                t = convert_to_tensor(a, dtype=spec.dtype)
+            except (TypeError, ValueError) as e:
+                raise TypeError(
+                    f"jt.function {self._name!r}: argument {j} does not fit {spec}: {e}"
+                ) from None
+            if not spec.is_compatible_with(t):
+                raise TypeError(
+                    f"jt.function {self._name!r}: argument {j} of shape {list(t.shape)} "
+                    f"does not fit the input_signature's {spec}")
+            fitted.append(t)
+        return tuple(nest.pack_sequence_as(list(sig), fitted))
+
+    # -- tracing -------------------------------------------------------------------
+    def _trace(self, key, backend, args, kwargs) -> ConcreteFunction:
+        t0 = time.perf_counter()
+        first = self._traces == 0
+        described = _describe_leaves(args, kwargs, self._params)
+        if first:
+            cause = "first call"
+            diff: list = []
+        else:
+            prev = min(self._history, key=lambda d: len(_diff(d, described)))
+            diff = _diff(prev, described) or [f"backend {backend!r}"]
+            cause = "new signature: " + "; ".join(diff)
+        self._note_relaxed(diff)
+        _log("compile", f"tracing {self._name} ({cause})")
+        if not first:
+            _log("retrace", f"{self._name}: {cause}")
+        cf = ConcreteFunction(self._name, backend, key, self._params)
+        cf.cause = cause
+        cf.call_number = self._calls + 1
+        tracer = FunctionTracer(self._name)
+        n_args = [0]
+
+        def make(ty):
+            ph = tracer.placeholder(ty, f"arg{n_args[0]}")
+            tracer.sources[ph._id] = ("arg", n_args[0])
+            n_args[0] += 1
+            return ph
+
+        sym_args = _symbolize(args, make)
+        sym_kwargs = _symbolize(kwargs, make)
+        with tracer:
+            result = self._fn(*sym_args, **sym_kwargs)
+            out_ids, out_plan = [], []
+            flat = nest.flatten(result)
+            for leaf in flat:
+                if isinstance(leaf, Variable):
+                    leaf = leaf.read_value()
+                if isinstance(leaf, (bool, int, float, np.generic, np.ndarray)) and not \
+                        isinstance(leaf, Tensor):
+                    leaf = convert_to_tensor(leaf)
+                if isinstance(leaf, Tensor):
+                    if leaf._tracer is tracer:
+                        vid = leaf._id
+                    elif leaf._value is not None:
+                        vid = tracer.capture(leaf)
+                    else:
+                        raise TypeError(
+                            f"jt.function {self._name!r} returned a symbolic tensor of "
+                            "another trace")
+                    out_plan.append(len(out_ids))
+                    out_ids.append(vid)
+                else:
+                    out_plan.append(("py", leaf))
+        if tracer.created_vars and not first:
+            names = [v.name for v in tracer.created_vars]
+            raise ValueError(
+                f"jt.function {self._name!r} created variables {names} on a trace that was "
+                f"not its first ({cause}). A jt.function only supports variables created on "
+                "its first call (as tf.function's singleton variables): create them outside "
+                "the function, or make sure the first call creates them all")
+        writes = []
+        for uid, v in tracer.written.items():
+            writes.append((v, len(out_ids)))
+            out_ids.append(tracer.vars[uid][1]._id)
+        traced_graph = tracer.builder.build(out_ids)
+        cf.traced = traced_graph
+        cf._source = dict(tracer.sources)
+        cf.out_plan = out_plan
+        cf.out_structure = result if isinstance(result, (list, tuple, dict)) else 0
+        cf.writes = writes
+        cf.created = list(tracer.created_vars)
+        t1 = time.perf_counter()
+        cf.times["trace"] = t1 - t0
+        graph, reports = backends.optimize(traced_graph, backends.pipeline(backend))
+        cf.graph, cf.reports = graph, reports
+        caps = {vid: arr for vid, arr in tracer.captures.values()}
+        plan = []
+        for vid in graph.inputs:
+            src = tracer.sources.get(vid)
+            if src is None:
+                plan.append((_CAP, caps[vid]))
+            elif src[0] == "arg":
+                plan.append((_ARG, src[1]))
+            else:
+                plan.append((_VAR, src[1]))
+        cf.feed_plan = plan
+        t2 = time.perf_counter()
+        cf.times["passes"] = t2 - t1
+        if backend == "cpu" and graph.outputs:
+            from .backends import cpu
+
+            try:
+                cf.program = cpu.program(graph)
+            except Exception:  # noqa: BLE001 - cpu.run_arrays falls back and warns
+                cf.program = None
+            cf.times["codegen"] = time.perf_counter() - t2
+        self._traces += 1
+        self._history.append(described)
+        self._cache[key] = cf
+        return cf
+
+    def _note_relaxed(self, diff):
+        for line in diff:
+            if ": shape " in line:
+                path = line.split("'")[1]
+                self._relaxed[path] = True
+
+    def _maybe_warn(self, cf):
+        n = sum(self._recent)
+        if n < 5 or self._warned >= 2:
+            return
+        if self._reduce_retracing or self.input_signature is not None:
+            # shapes are expected to change: say nothing when only shapes did
+            if all(": shape " in part for part in cf.cause.split("; ")[0:]
+                   if part.startswith(("new signature", "argument"))):
+                return
+        self._warned += 1
+        loop = ""
+        if self._code is not None and _wrapped_count[self._code] > 5:
+            loop = (f" jt.function was applied to {self._name!r} "
+                    f"{_wrapped_count[self._code]} times: create it once, outside the loop.")
+        msg = (f"{n} out of the last {len(self._recent)} calls to jt.function "
+               f"{self._name!r} triggered tracing. Last retrace: {cf.cause}.{loop} "
+               + _RETRACE_HINT)
+        _log("retrace", msg)
+        warnings.warn(msg, UserWarning, stacklevel=3)
+
+    # -- introspection ---------------------------------------------------------------
+    def cache_info(self) -> CacheInfo:
+        cfs = list(self._cache.values())
+        kernels = sum(len(cf.kernels()) for cf in cfs if cf.graph is not None)
+        compiled = sum(1 for cf in cfs if cf.program is not None
+                       and cf.program.origin == "compiled")
+        reused = sum(1 for cf in cfs if cf.program is not None
+                     and cf.program.origin in ("disk", "memory"))
+        seconds = 0.0
+        for cf in cfs:
+            seconds += cf.times["trace"] + cf.times["passes"] + cf.times["codegen"]
+            if cf.program is not None and cf.program.ready:
+                seconds += cf.program.compile_seconds
+        return CacheInfo(self._traces, self._hits, self._misses, kernels, compiled, reused,
+                         seconds, len(cfs))
+
+    def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
+        """The trace for these arguments (traced now when there is none; not run)."""
+        if self.input_signature is not None:
+            args = self._fit_signature(args, kwargs)
+        backend = self._backend or backends._current[0]
+        leaves: list = []
+        key = (backend, _key(args, leaves), _key(kwargs, leaves) if kwargs else None)
+        with self._lock:
+            cf = self._cache.get(key)
+            if cf is None:
+                cf = self._trace(key, backend, args, kwargs)
+        return cf
+
+    def explain(self, *args, **kwargs) -> "Explanation":
+        """What happens to a call with these arguments: the traced IR, what each pass
+        changed, the kernels after fusion with their ops, where the generated source is,
+        and the compile times. Traces (without running) when the signature is new."""
+        return Explanation(self, self.get_concrete_function(*args, **kwargs))
+
+
+class Explanation:
+    """The report of :meth:`Function.explain`; ``str()`` it, or read its fields."""
+
+    def __init__(self, fn: Function, cf: ConcreteFunction):
+        self.function = fn
+        self.concrete = cf
+        self.traced_graph = cf.traced
+        self.graph = cf.graph
+        self.reports = cf.reports
+        self.kernels = cf.kernels()
+        prog = cf.program
+        self.source_path = None if prog is None else prog.path
+        self.source = None if prog is None else prog.source
+        self.times = dict(cf.times)
+        if prog is not None and prog.ready:
+            self.times["compile"] = prog.compile_seconds
+
+    def __str__(self):
+        cf = self.concrete
+        fn = self.function
+        lines = [f"jt.function {fn._name!r} on backend {cf.backend!r}"]
+        args = [f"{ty}" for vid, ty in zip(cf.traced.inputs, cf.traced.input_types)
+                if cf._source.get(vid, ("",))[0] == "arg"]
+        nvars = sum(1 for s in cf._source.values() if s[0] == "var")
+        lines.append(f"signature: ({', '.join(args)}); {nvars} variables read, "
+                     f"{len(cf.writes)} written")
+        lines.append(f"traced at call {cf.call_number} ({cf.cause}); Python side effects "
+                     "(print, appends) ran then, not on the calls that reuse the trace")
+        lines.append("")
+        lines.append(f"-- traced graph: {len(cf.traced.nodes)} nodes --")
+        lines.append(print_graph(cf.traced, show_loc=True))
+        lines.append("")
+        lines.append("-- passes --")
+        for r in self.reports:
+            lines.append(str(r))
+            lines.extend("    " + d for d in r.details[:20])
+            if len(r.details) > 20:
+                lines.append(f"    ... {len(r.details) - 20} more")
+        lines.append("")
+        lines.append(f"-- {len(self.kernels)} kernels after fusion --")
+        for name, desc in self.kernels:
+            lines.append(f"{name}: {desc}")
+        if self.source_path:
+            lines.append(f"generated source: {self.source_path}")
+        prog = cf.program
+        t = self.times
+        if prog is not None and prog.ready:
+            how = {"compiled": "compiled by Numba", "disk": "loaded from the disk cache",
+                   "memory": "the same source was compiled already in this process"}.get(
+                prog.origin, prog.origin)
+            comp = f"first run {t['compile']:.3f} s ({how})"
+        elif prog is not None and prog.fallback:
+            comp = f"runs on interpret: {prog.fallback}"
+        else:
+            comp = "not compiled yet (Numba compiles on the first call)"
+        lines.append(f"times: trace {t['trace']:.3f} s, passes {t['passes']:.3f} s, "
+                     f"codegen {t['codegen']:.3f} s, {comp}")
+        lines.append("")
+        lines.append("-- optimized graph --")
+        lines.append(print_graph(cf.graph))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def function(fn=None, *, input_signature=None, reduce_retracing=False, backend=None,
+             jit_compile=None, autograph=None, name=None):
+    """Compile a Python function (``tf.function``): ``@jt.function`` or
+    ``@jt.function(input_signature=..., reduce_retracing=..., backend=...)``.
+
+    Each new call signature traces ``fn`` once with symbolic tensors; the whole graph
+    (forward, a tape's backward pass, variable updates) goes through the passes and
+    runs as one compiled call. ``backend``: ``"cpu"`` or ``"interpret"`` (default: the
+    current backend). ``jit_compile`` and ``autograph`` are accepted for TF
+    compatibility and ignored (jittape always compiles; Python control flow runs at
+    trace time).
+    """
+    if fn is None:
+        return lambda f: Function(f, input_signature, reduce_retracing, backend, name)
+    return Function(fn, input_signature, reduce_retracing, backend, name)
