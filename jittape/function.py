@@ -617,29 +617,36 @@ class Function:
             raise TypeError(
                 f"jt.function {self._name!r} takes {len(sig)} argument(s) by its "
                 f"input_signature, got {len(args)}")
-        try:
-            flat_specs = nest.flatten(list(sig))
-            flat_args = nest.flatten(list(args))
-            if len(flat_specs) != len(flat_args):
-                raise ValueError
-        except (ValueError, TypeError):
+        def fit(spec, a, path):
+            if isinstance(spec, TensorSpec):
+                have = getattr(a, "dtype", None)
+                if isinstance(a, (Tensor, Variable, np.ndarray, np.generic)) and \
+                        as_dtype(have) != spec.dtype:
+                    raise TypeError(
+                        f"jt.function {self._name!r}: argument {path} of dtype "
+                        f"{as_dtype(have).name} does not fit the input_signature's {spec}")
+                try:
+                    t = convert_to_tensor(a, dtype=spec.dtype)
+                except (TypeError, ValueError) as e:
+                    raise TypeError(
+                        f"jt.function {self._name!r}: argument {path} does not fit {spec}: {e}"
+                    ) from None
+                if not spec.is_compatible_with(t):
+                    raise TypeError(
+                        f"jt.function {self._name!r}: argument {path} of shape "
+                        f"{list(t.shape)} does not fit the input_signature's {spec}")
+                return t
+            if isinstance(spec, dict) and isinstance(a, dict) and set(spec) == set(a):
+                return {k: fit(spec[k], a[k], f"{path}[{k!r}]") for k in spec}
+            if isinstance(spec, (list, tuple)) and isinstance(a, (list, tuple)) \
+                    and len(spec) == len(a):
+                return type(a)(fit(x, y, f"{path}[{j}]") for j, (x, y) in enumerate(zip(spec, a)))
             raise TypeError(
-                f"jt.function {self._name!r}: the arguments do not have the nesting of its "
-                f"input_signature {list(sig)}") from None
-        fitted = []
-        for j, (spec, a) in enumerate(zip(flat_specs, flat_args)):
-            try:
-                t = convert_to_tensor(a, dtype=spec.dtype)
-            except (TypeError, ValueError) as e:
-                raise TypeError(
-                    f"jt.function {self._name!r}: argument {j} does not fit {spec}: {e}"
-                ) from None
-            if not spec.is_compatible_with(t):
-                raise TypeError(
-                    f"jt.function {self._name!r}: argument {j} of shape {list(t.shape)} "
-                    f"does not fit the input_signature's {spec}")
-            fitted.append(t)
-        return tuple(nest.pack_sequence_as(list(sig), fitted))
+                f"jt.function {self._name!r}: argument {path} does not have the nesting of "
+                f"its input_signature entry {spec!r}")
+
+        return tuple(fit(spec, a, str(j)) for j, (spec, a) in enumerate(zip(sig, args)))
+
 
     # -- tracing -------------------------------------------------------------------
     def _trace(self, key, backend, args, kwargs) -> ConcreteFunction:
@@ -650,7 +657,7 @@ class Function:
             cause = "first call"
             diff: list = []
         else:
-            prev = min(self._history, key=lambda d: len(_diff(d, described)))
+            prev = min(reversed(self._history), key=lambda d: len(_diff(d, described)))
             diff = _diff(prev, described) or [f"backend {backend!r}"]
             cause = "new signature: " + "; ".join(diff)
         self._note_relaxed(diff)

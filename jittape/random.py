@@ -102,6 +102,13 @@ def _float_dtype(dtype, fn):
 
 
 def _out(a: np.ndarray, dt) -> Tensor:
+    from .tensor import function_tracer
+
+    if function_tracer() is not None:
+        raise NotImplementedError(
+            "jt.random inside a jt.function is not supported yet: the values would be "
+            "drawn once, when the function is traced, and reused on every call. Draw them "
+            "outside and pass them in as an argument")
     return convert_to_tensor(np.asarray(a).astype(dt._np, copy=False))
 
 
