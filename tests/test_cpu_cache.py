@@ -368,10 +368,15 @@ def test_parallel_and_serial_variants_agree_and_one_is_chosen():
                  and g.input_types and g.input_types[0].shape == (n,))
     prog = cpu.program(graph)
     assert "prange(" in prog.source and "def entry_par(" in prog.source
-    # the first step compiled both variants: no later step compiles
-    assert prog.entry.signatures and prog.entry_par.signatures
+    # the first step compiled the serial variant only; the parallel one comes after
+    # PARALLEL_AFTER calls, then both are timed and one is kept
+    assert prog.entry.signatures and not prog.entry_par.signatures
+    results = [tape.gradient(loss, w).numpy() for _ in range(cpu.PARALLEL_AFTER - 1)]
+    assert not prog.entry_par.signatures
+    results += [tape.gradient(loss, w).numpy() for _ in range(2)]
+    assert prog.entry_par.signatures and prog.par_compile_seconds > 0
     compiled = dict(cpu.stats)
-    results = [tape.gradient(loss, w).numpy() for _ in range(cpu._TUNE_CALLS + 2)]
+    results += [tape.gradient(loss, w).numpy() for _ in range(cpu._TUNE_CALLS + 2)]
     import numba
 
     assert prog.threads in (1, numba.config.NUMBA_NUM_THREADS)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import threading
 import time
@@ -73,6 +74,7 @@ stats = {"graphs": 0, "compiled": 0, "disk_hits": 0, "memory_hits": 0, "fallback
 # Code generation
 
 
+_ZERO_D_LOAD = re.compile(r"^[xy]\d+ = [ab]\d+\[\(\)\]$")
 _PAR = "<par>"  # in entry lines: "" in entry, "_par" in entry_par
 
 
@@ -243,7 +245,10 @@ class _Gen:
             x, o = n.inputs[0], n.outputs[0]
             perm = tuple(dict(n.attrs)["perm"])
             var = f"t{o}"
-            self.entry.append(f"{var} = np.transpose({self.val[x].var}, {_shape(perm)})")
+            if perm == (1, 0):  # ``.T`` is typed F-contiguous: BLAS reads it with no copy
+                self.entry.append(f"{var} = {self.val[x].var}.T")
+            else:
+                self.entry.append(f"{var} = np.transpose({self.val[x].var}, {_shape(perm)})")
             self.val[o] = _Operand(var, t[0].shape, perm == tuple(range(len(perm))))
             return
         if name == "broadcast_to":
@@ -311,6 +316,12 @@ class _Gen:
             ]
             return "\n".join(src + ["    " + ln for ln in lines] + [""])
 
+        # loads of 0-d operands go to the top: they are loop-invariant, and Numba's
+        # parfor lowering cannot type ``a[()]`` inside a prange loop
+        top = [ln.strip() for ln in body if _ZERO_D_LOAD.match(ln.strip()) and ln[:1] == " "]
+        if top:
+            body = top + [ln for ln in body if not (_ZERO_D_LOAD.match(ln.strip())
+                                                    and ln[:1] == " ")]
         serial = [ln.replace(" in prange(", " in range(") for ln in body]
         block = fn(name, "", serial)
         if parallel:
@@ -826,6 +837,9 @@ def _threads_env():
 _THREADS_ENV = _threads_env()
 RETUNE_CALLS = 2000
 _TUNE_CALLS = 8
+# The parallel variant of a program is compiled on this call (then the two are timed
+# against each other), not on the first: the first call compiles the serial one only.
+PARALLEL_AFTER = int(os.environ.get("JITTAPE_PARALLEL_AFTER", 20))
 
 
 def _unheld(pool: list, k: int) -> bool:
@@ -863,6 +877,7 @@ class Program:
         self.pool: list = [[] for _ in self.out_types]
         self.entry_par = None  # the variant with parallel loops, when there is one
         self.par_ready = False
+        self.par_compile_seconds = 0.0
         self.threads = None  # chosen thread count for the parallel loops
         self.trials: list = []
         self.calls = 0
@@ -940,19 +955,22 @@ class Program:
                 self.entry_par(*rest)
             return
         most = numba.config.NUMBA_NUM_THREADS
-        numba.set_num_threads(most)
         if not self.par_ready:
-            # the first call compiles both variants (no later step compiles anything);
-            # it is not a measurement
+            if self.calls <= PARALLEL_AFTER:
+                # a program that runs only a few times never pays for compiling its
+                # parallel variant (about as long again as the serial one)
+                self.entry(*rest)
+                return
+            # this call compiles the parallel variant; it is not a measurement
+            numba.set_num_threads(most)
             t0 = time.perf_counter()
-            self.entry.compile(tuple(numba.typeof(a) for a in rest))
             self.entry_par(*rest)
-            if self.ready:  # _warm did not time this call: count it here
-                dt = time.perf_counter() - t0
-                self.compile_seconds += dt
-                stats["compile_seconds"] += dt
+            dt = time.perf_counter() - t0
+            self.par_compile_seconds = dt
+            stats["compile_seconds"] += dt
             self.par_ready = True
             return
+        numba.set_num_threads(most)
         n = most if len(self.trials) % 2 == 0 else 1
         t0 = time.perf_counter()
         (self.entry_par if n > 1 else self.entry)(*rest)
