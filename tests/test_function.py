@@ -432,3 +432,31 @@ def test_cpu_stats_count_a_function_compile():
     after = cpu.stats
     made = sum(after[k] - before[k] for k in ("compiled", "disk_hits", "memory_hits"))
     assert made == 1
+
+
+def test_new_batch_size_retraces_but_compiles_nothing():
+    """Generated kernels take their sizes from the arrays (and size-dependent constants,
+    like a mean's 1/N, as arguments), so the trace for a new batch size generates the
+    same module and Numba's compiled code serves it."""
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "benchmarks"))
+    from train_steps import CONFIGS, data, jittape_step
+
+    cfg = dict(CONFIGS["small"], sizes=(20, 30, 16, 5), batch=48)
+    x, y, ws, bs = data(cfg)
+    step = jittape_step(cfg, ws, bs, compiled=True, backend="cpu")
+    ref = jittape_step(cfg, ws, bs, compiled=False, backend="interpret")
+    for n in (48, 48, 33, 48, 21):
+        want = float(ref(jt.constant(x[:n]), jt.constant(y[:n])))
+        before = dict(cpu.stats)
+        got = float(step(x[:n], y[:n]))
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+        if n != 48:
+            assert cpu.stats["compiled"] == before["compiled"]
+            assert cpu.stats["disk_hits"] == before["disk_hits"]
+    info = step.cache_info()
+    assert info.traces == 3 and info.signatures == 3
+    assert info.compiled + info.reused == 3 and info.reused >= 2
+    for p, q in zip(step.params, ref.params):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)

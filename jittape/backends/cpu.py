@@ -74,12 +74,55 @@ stats = {"graphs": 0, "compiled": 0, "disk_hits": 0, "memory_hits": 0, "fallback
 # Code generation
 
 
+_DIM_NAME = re.compile(r"\bD\d+\b")
+_TYPE_TEXT = re.compile(r"\b([a-z]+\d*)\[([\d,]*)\]")
+
+
+def _generic(desc: str) -> str:
+    """A kernel description with its shapes' dims named as in the source
+    (``f32[D0,128]``), so that the comment does not change with a batch size."""
+    return _TYPE_TEXT.sub(
+        lambda m: f"{m.group(1)}[" + ",".join(_d(x) for x in m.group(2).split(",") if x)
+        + "]", desc)
+
+
 _ZERO_D_LOAD = re.compile(r"^[xy]\d+ = [ab]\d+\[\(\)\]$")
 _PAR = "<par>"  # in entry lines: "" in entry, "_par" in entry_par
 
 
+# Dimension names of the module being generated: size -> name (``D0``...). Sizes are
+# named after the entry's input dims (``D0 = in0.shape[0]``), so the source does not
+# change with them: a new batch size generates the same module, and Numba's compiled
+# code (in memory and on disk) serves it. Only one module is generated at a time
+# (``program`` holds ``_LOCK``).
+_DIMS: dict = {}
+
+
+def _d(size) -> str:
+    """A dimension in generated source: its name, or the literal (0, 1 and sizes no
+    input has)."""
+    size = int(size)
+    return _DIMS.get(size, str(size))
+
+
+def _dprod(sizes) -> str:
+    """The product of dims as an expression (``D0 * 10``)."""
+    lits, names = 1, []
+    for x in sizes:
+        n = _d(x)
+        if n.isdigit():
+            lits *= int(n)
+        else:
+            names.append(n)
+    if lits == 0:
+        return "0"
+    if lits != 1 or not names:
+        names.append(str(lits))
+    return " * ".join(names)
+
+
 def _shape(s) -> str:
-    return "(" + "".join(f"{int(d)}, " for d in s).rstrip(" ") + ")"
+    return "(" + "".join(f"{_d(d)}, " for d in s).rstrip(" ") + ")"
 
 
 def _index(shape, space_vars: list) -> str:
@@ -159,7 +202,7 @@ class _Gen:
             name = f"t{v}"
             s = self.slot_of.get(v)
             if s is not None and t.rank > 0:
-                self.entry.append(f"{name} = w{s}[:{t.size}].reshape({_shape(t.shape)})")
+                self.entry.append(f"{name} = w{s}[:{_dprod(t.shape)}].reshape({_shape(t.shape)})")
             else:
                 self.entry.append(f"{name} = np.empty({_shape(t.shape)}, {np_type(t.dtype)})")
         self.val[v] = _Operand(name, t.shape, True)
@@ -178,10 +221,21 @@ class _Gen:
 
     # -- the whole graph ---------------------------------------------------------
     def build(self) -> str:
+        _DIMS.clear()
+        try:
+            return self._build()
+        finally:
+            _DIMS.clear()
+
+    def _build(self) -> str:
         g = self.g
         for k, v in enumerate(g.inputs):
             self.params.append(f"in{k}")
             self.val[v] = _Operand(f"in{k}", self.types[v].shape, True)
+            for j, size in enumerate(self.types[v].shape):
+                if size > 1 and size not in _DIMS:
+                    _DIMS[size] = f"D{len(_DIMS)}"
+                    self.entry.append(f"{_DIMS[size]} = in{k}.shape[{j}]")
         for n in g.nodes:
             self.node(n)
         for k, o in enumerate(g.outputs):
@@ -312,12 +366,14 @@ class _Gen:
                 f"@numba.njit(cache=True, error_model='numpy', fastmath={fm}, nogil=True, "
                 f"no_cpython_wrapper=True, no_cfunc_wrapper=True{par})",
                 f"def {fname}({', '.join(p for p, _ in args)}):",
-                f"    # {desc}",
+                f"    # {_generic(desc)}",
             ]
             return "\n".join(src + ["    " + ln for ln in lines] + [""])
 
         # loads of 0-d operands go to the top: they are loop-invariant, and Numba's
         # parfor lowering cannot type ``a[()]`` inside a prange loop
+        dims = sorted(set(_DIM_NAME.findall("\n".join(body))), key=lambda n: int(n[1:]))
+        args = list(args) + [(n, n) for n in dims]
         top = [ln.strip() for ln in body if _ZERO_D_LOAD.match(ln.strip()) and ln[:1] == " "]
         if top:
             body = top + [ln for ln in body if not (_ZERO_D_LOAD.match(ln.strip())
@@ -358,8 +414,16 @@ class _Gen:
             args.append((p, op.var))
             env_in[bv] = (p, op.shape)
         for b in body.nodes:
-            if b.op.name == "const" and b.types[0].size != 1:
+            # float constants are arguments, not literals: a value that depends on a
+            # size (the 1/N of a mean's gradient) must not change the source
+            if b.op.name == "const" and (b.types[0].size != 1 or b.types[0].is_float):
                 arr = dict(b.attrs)["value"].array
+            elif (b.op.name == "fill" and b.types[0].is_float
+                  and b.outputs[0] not in mm_inputs):
+                arr = np.asarray(dict(b.attrs)["value"], dtype=b.types[0].dtype)
+            else:
+                continue
+            if True:
                 k = len(self.consts)
                 self.consts.append(_contig(arr))
                 p = f"b{len(args)}"
@@ -432,7 +496,7 @@ class _Gen:
         for d, size in enumerate(space):
             v = f"i{first + d}"
             rng = "prange" if parallel and d == 0 else "range"
-            lines.append("    " * d + f"for {v} in {rng}({int(size)}):")
+            lines.append("    " * d + f"for {v} in {rng}({_d(size)}):")
             vars_.append(v)
         return lines, vars_
 
@@ -475,7 +539,7 @@ class _Gen:
             head, kvars = [], []
             for j, d in enumerate(kept):
                 rng = "prange" if par_outer and j == 0 else "range"
-                head.append("    " * j + f"for i{d} in {rng}({space[d]}):")
+                head.append("    " * j + f"for i{d} in {rng}({_d(space[d])}):")
                 kvars.append(f"i{d}")
             ind = "    " * len(kept)
             lines += head
@@ -485,7 +549,7 @@ class _Gen:
             inner = []
             for j, d in enumerate(axes):
                 rng = "prange" if par_inner and j == 0 else "range"
-                inner.append("    " * j + f"for i{d} in {rng}({space[d]}):")
+                inner.append("    " * j + f"for i{d} in {rng}({_d(space[d])}):")
             ind2 = ind + "    " * len(axes)
             svars = [f"i{d}" for d in range(r)]
             env, body_lines = self._prologue(body, pro, reds, pro_outs, env_in, svars)
@@ -571,7 +635,7 @@ class _Gen:
         else:
             bvars = [f"i{d}" for d in range(len(batch))]
             for d, size in enumerate(batch):
-                lines.append("    " * d + f"for i{d} in range({int(size)}):")
+                lines.append("    " * d + f"for i{d} in range({_d(size)}):")
             ind = "    " * len(batch)
 
             def sub(p, s):
@@ -603,7 +667,9 @@ class _Gen:
 
     # -- ops that are not fused --------------------------------------------------
     def _three(self, shape, axis):
-        return _prod(shape[:axis]), int(shape[axis]) if len(shape) else 1, _prod(shape[axis + 1:])
+        """The (before, along, after) sizes around ``axis``, as source expressions."""
+        return (_dprod(shape[:axis]), _d(shape[axis]) if len(shape) else "1",
+                _dprod(shape[axis + 1:]))
 
     def op_argmax(self, n, cmp=">"):
         (x,), o = n.inputs, n.outputs[0]
@@ -638,7 +704,8 @@ class _Gen:
         ax = int(dict(n.attrs)["axis"])
         ps = self.types[p_].shape
         P, N, Q = self._three(ps, ax)
-        M = self.types[i_].size
+        M = _dprod(self.types[i_].shape)
+        n_lit = int(ps[ax])
         d = self.dest(o)
         body = [
             f"p = a0.reshape(({P}, {N}, {Q}))",
@@ -646,7 +713,7 @@ class _Gen:
             f"o = r0.reshape(({P}, {M}, {Q}))",
             f"for m in range({M}):",
             f"    if ix[m] < 0 or ix[m] >= {N}:",
-            f"        raise InvalidArgumentError('gather: an index is not in [0, {N})')",
+            f"        raise InvalidArgumentError('gather: an index is not in [0, {n_lit})')",
             f"for pp in range({P}):",
             f"    for m in range({M}):",
             "        j = ix[m]",
@@ -663,7 +730,8 @@ class _Gen:
         a = dict(n.attrs)
         ax, shape = int(a["axis"]), tuple(a["shape"])
         P, N, Q = self._three(shape, ax)
-        M = self.types[i_].size
+        M = _dprod(self.types[i_].shape)
+        n_lit = int(shape[ax])
         d = self.dest(o)
         body = [
             f"g = a0.reshape(({P}, {M}, {Q}))",
@@ -672,7 +740,7 @@ class _Gen:
             "o[...] = 0",
             f"for m in range({M}):",
             f"    if ix[m] < 0 or ix[m] >= {N}:",
-            f"        raise InvalidArgumentError('scatter_add: an index is not in [0, {N})')",
+            f"        raise InvalidArgumentError('scatter_add: an index is not in [0, {n_lit})')",
             f"for pp in range({P}):",
             f"    for m in range({M}):",
             "        j = ix[m]",
@@ -690,7 +758,7 @@ class _Gen:
         ax = int(a["axis"])
         ax = len(ishape) if ax < 0 else ax
         depth, dt = int(a["depth"]), n.types[0].dtype
-        P, Q = _prod(ishape[:ax]), _prod(ishape[ax:])
+        P, Q = _dprod(ishape[:ax]), _dprod(ishape[ax:])
         d = self.dest(o)
         on, off = literal(a["on_value"], dt), literal(a["off_value"], dt)
         body = [
@@ -712,12 +780,13 @@ class _Gen:
         d = self.dest(o)
         args = [("r0", d)]
         body = [f"o = r0.reshape(({P}, {N}, {Q}))"]
-        off = 0
+        off = "0"
         for j, x in enumerate(n.inputs):
-            m = int(self.types[x].shape[ax])
+            m = _d(self.types[x].shape[ax])
             args.append((f"a{j}", self.contiguous(x)))
-            body.append(f"o[:, {off}:{off + m}, :] = a{j}.reshape(({P}, {m}, {Q}))")
-            off += m
+            end = m if off == "0" else f"{off} + {m}"
+            body.append(f"o[:, {off}:{end}, :] = a{j}.reshape(({P}, {m}, {Q}))")
+            off = end
         self.kernel(f"concat along axis {ax} into {_tstr(shape, n.types[0].dtype)}",
                     args, body, False, "False")
 
@@ -815,7 +884,28 @@ def generate(graph: Graph) -> tuple[str, list, list]:
     """The module source for ``graph``, the constant arrays its entry takes, and
     ``(kernel name, description)`` per kernel."""
     gen = _Gen(graph)
-    return gen.build(), gen.consts, gen.kinfo
+    return _canonical_names(gen.build()), gen.consts, gen.kinfo
+
+
+_VALUE_NAME = re.compile(r"\b(acc|x|v|m|y|t)(\d+)\b")
+
+
+def _canonical_names(source: str) -> str:
+    """Names made from value ids (``v812``, ``t77``, ``acc91``) renumbered in order of
+    appearance: two graphs of the same structure, traced apart (their ids differ),
+    give the same source, so the second reuses the first one's compiled code."""
+    seen: dict = {}
+
+    def ren(m):
+        key = m.group(0)
+        new = seen.get(key)
+        if new is None:
+            prefix = m.group(1)
+            n = sum(1 for k in seen if _VALUE_NAME.match(k).group(1) == prefix)
+            new = seen[key] = f"{prefix}{n}"
+        return new
+
+    return _VALUE_NAME.sub(ren, source)
 
 
 # Output arrays at least this large are kept for reuse (below it numpy's own cache of

@@ -1,0 +1,109 @@
+"""Train-step cost: hand-written numpy (the reference) vs the eager jittape step vs the
+same step under ``@jt.function`` (one compiled call), per step, in one run; and the
+first call's trace + compile time in a fresh process, with an empty and with a warm
+disk cache. Workloads in ``train_steps.py``.
+
+Run: .venv/bin/python -m pytest benchmarks/test_train_step.py -q
+     --benchmark-group-by=group --benchmark-columns=median,iqr,rounds
+Compare ratios within one run; the machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jittape as jt
+
+sys.path.insert(0, str(Path(__file__).parent))
+from train_steps import CONFIGS, NumpyStep, data, jittape_step  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("impl", ["numpy", "eager-cpu", "function-cpu", "function-interpret"])
+def test_step(benchmark, size, impl):
+    cfg = CONFIGS[size]
+    benchmark.group = f"train-step-{size}: " + (
+        "64-128-64-10 b64 SGD" if size == "small" else "784-512-256-10 b256 Adam")
+    x, y, ws, bs = data(cfg)
+    if impl == "numpy":
+        step = NumpyStep(cfg, ws, bs)
+        args = (x, y)
+    else:
+        kind, backend = impl.split("-")
+        step = jittape_step(cfg, ws, bs, compiled=kind == "function", backend=backend)
+        args = (jt.constant(x), jt.constant(y))
+        for _ in range(25):  # compile, and the parallel variant's compile and tuning
+            step(*args)
+    benchmark(step, *args)
+
+
+_FIRST_CALL = r"""
+import json, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, {bench!r})
+import jittape as jt
+from train_steps import CONFIGS, data, jittape_step
+t1 = time.perf_counter()
+cfg = CONFIGS[{size!r}]
+x, y, ws, bs = data(cfg)
+step = jittape_step(cfg, ws, bs, compiled=True, backend="cpu")
+xt, yt = jt.constant(x), jt.constant(y)
+t2 = time.perf_counter()
+step(xt, yt)
+t3 = time.perf_counter()
+print(json.dumps({{"import_s": t1 - t0, "first_call_s": t3 - t2}}))
+"""
+
+
+def _fresh_process(size, cache_dir):
+    env = dict(os.environ, JITTAPE_CACHE_DIR=cache_dir, PYTHONPATH=str(ROOT))
+    code = _FIRST_CALL.format(bench=str(Path(__file__).parent), size=size)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, timeout=600)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("cache", ["cold", "warm"])
+def test_first_call_in_a_fresh_process(benchmark, size, cache):
+    """The time from calling the step for the first time to its result, in a new
+    process: ``cold`` with an empty disk cache (trace, passes, code generation, Numba
+    compile), ``warm`` with the cache a previous process left."""
+    benchmark.group = "first call (trace + compile), fresh process"
+    with tempfile.TemporaryDirectory() as d:
+        if cache == "warm":
+            _fresh_process(size, d)
+        res = {}
+
+        def run():
+            res.update(_fresh_process(size, d))
+
+        benchmark.pedantic(run, rounds=1, iterations=1)
+    benchmark.extra_info.update(res)
+    print(f"\n{size} {cache}: first call {res['first_call_s']:.2f} s "
+          f"(import {res['import_s']:.2f} s)")
+    assert res["first_call_s"] > 0
+
+
+def test_steps_compute_the_same_loss():
+    for size in ("small", "large"):
+        cfg = CONFIGS[size]
+        x, y, ws, bs = data(cfg)
+        ref = NumpyStep(cfg, [w.copy() for w in ws], [b.copy() for b in bs])
+        step = jittape_step(cfg, ws, bs, compiled=True, backend="cpu")
+        for _ in range(3):
+            want = ref(x, y)
+            got = float(step(jt.constant(x), jt.constant(y)))
+            np.testing.assert_allclose(got, want, rtol=2e-5)
+        for p, q in zip(step.params, ref.params):
+            np.testing.assert_allclose(p.numpy(), q, rtol=1e-4, atol=1e-5)
