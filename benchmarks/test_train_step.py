@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import jittape as jt
+from jittape.backends import blas
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_steps import CONFIGS, NumpyStep, data, jittape_step  # noqa: E402
@@ -36,8 +37,15 @@ def test_step(benchmark, size, impl):
         "64-128-64-10 b64 SGD" if size == "small" else "784-512-256-10 b256 Adam")
     x, y, ws, bs = data(cfg)
     if impl == "numpy":
-        step = NumpyStep(cfg, ws, bs)
-        args = (x, y)
+        # numpy as a numpy user runs it: its BLAS on every core (jittape sets numpy's
+        # BLAS to one thread when its cpu backend loads; see jittape/backends/blas.py)
+        blas.limit_threads(n=os.cpu_count() or 1, kernel_n=0)
+        try:
+            step = NumpyStep(cfg, ws, bs)
+            benchmark(step, x, y)
+        finally:
+            blas.limit_threads()
+        return
     else:
         kind, backend = impl.split("-")
         step = jittape_step(cfg, ws, bs, compiled=kind == "function", backend=backend)
