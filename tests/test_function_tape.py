@@ -338,6 +338,7 @@ def _same(a, b, path="result"):
     assert a == b, f"{path}: {a!r} vs {b!r}"
 
 
+@pytest.mark.filterwarnings("ignore:The dtype of the source tensor must be floating")
 @pytest.mark.parametrize("backend", ["interpret", "cpu"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_tape_case_inside_function(name, backend):
