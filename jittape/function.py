@@ -437,6 +437,12 @@ class ConcreteFunction:
             if prog is not None and prog.ready and not self.ready:
                 self.times["compile"] = prog.compile_seconds
                 self.ready = True
+                how = {"compiled": "compiled by Numba", "disk": "loaded from the disk cache",
+                       "memory": "the same source was compiled already"}.get(prog.origin)
+                distinct = len({k for k, _ in prog.kernels})
+                _log("compile", f"{self.name}: {len(prog.kernels)} kernel calls "
+                     f"({distinct} distinct kernels), {how} in {prog.compile_seconds:.2f} s "
+                     f"[{self.cause}] -> {prog.path}")
         else:
             outs = backends.run(self.graph, dict(zip(self.graph.inputs, arrays)), self.backend)
             outs = [self._owned(a, arrays) for a in outs]

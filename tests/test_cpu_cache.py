@@ -245,12 +245,12 @@ def test_generated_source_says_which_ops_each_kernel_holds():
     source, _, kinfo = cpu.generate(g)
     assert kinfo and len(kinfo) == len(passes.kernels(g))
     for name, desc in kinfo:
-        # the comment names sizes as the source does (f32[D0]: the same module serves
+        # the comment names sizes as the kernel does (f32[d0]: the same module serves
         # every size), the description for explain() has the numbers
         head, ops = desc.split(": ", 1)
         assert re.search(rf"def {name}\(.*\):\n    # [^\n]*: {re.escape(ops)}\n", source)
         assert "f32[64]" in head
-    assert "f32[D0]" in source and "D0 = in0.shape[0]" in source
+    assert "f32[d0]" in source and "D0 = in0.shape[0]" in source
     assert any("tanh" in desc and "sigmoid" in desc for _, desc in kinfo)
     assert "_vm.jt_tanh(" in source and "math.tanh" not in source
     assert "def entry(" in source

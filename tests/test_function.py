@@ -411,13 +411,17 @@ def test_explain_and_cache_info():
 def test_compile_log(caplog, monkeypatch):
     monkeypatch.setenv("JITTAPE_LOG", "compile")
 
-    @jt.function
+    @jt.function(backend="cpu")
     def f(x):
         return x * 3.0
 
     with caplog.at_level(logging.INFO, logger="jittape"):
         f(np.ones(2, np.float32))
-    assert "tracing" in caplog.text and "first call" in caplog.text
+        f(np.ones(3, np.float32))
+    text = caplog.text
+    assert "tracing" in text and "first call" in text
+    assert "argument 'x': shape (2,) -> (3,)" in text
+    assert "distinct kernels" in text and "[first call]" in text
 
 
 def test_cpu_stats_count_a_function_compile():
@@ -460,3 +464,27 @@ def test_new_batch_size_retraces_but_compiles_nothing():
     assert info.compiled + info.reused == 3 and info.reused >= 2
     for p, q in zip(step.params, ref.params):
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_kernels_of_the_same_structure_are_written_and_compiled_once():
+    model = _mlp(5, dtype="float32")
+    opt = jt.optimizers.Adam(0.01)
+
+    @jt.function(backend="cpu")
+    def step(x, y):
+        with jt.GradientTape() as tape:
+            loss = jt.losses.sparse_categorical_crossentropy(y, model(x), from_logits=True)
+            loss = jt.reduce_mean(loss)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    x, y = _data()
+    step(x.astype(np.float32), y)
+    prog = step.get_concrete_function(x.astype(np.float32), y).program
+    calls = [name for name, _ in prog.kernels]
+    assert len(set(calls)) < len(calls)
+    for name in set(calls):
+        assert prog.source.count(f"def {name}(") == 1
+    # the Adam update of every weight matrix is one function called three times
+    assert max(calls.count(n) for n in set(calls)) >= 3

@@ -177,7 +177,8 @@ class _Gen:
         self.g = graph
         self.types = graph.types()
         self.kernels: list = []  # source blocks
-        self.kinfo: list = []  # (name, description) per kernel
+        self.kinfo: list = []  # (name, description) per kernel call
+        self.kernel_names: dict = {}  # kernel text -> its name (one function per text)
         self.entry: list = []
         self.params: list = []
         self.consts: list = []  # const arrays fed to the entry
@@ -271,7 +272,8 @@ class _Gen:
                 f"def {fname}({', '.join(params)}):",
                 f'    """Runs the graph\'s {len(self.kernels)} kernels {doc}."""',
             ]
-            entry += ["    " + ln.replace(_PAR, suffix) for ln in self.entry]
+            entry += ["    " + ln.replace(_PAR, suffix)
+                      for ln in _canonical_names("\n".join(self.entry)).split("\n")]
             entry += ["    return 0", ""]
         return "\n".join(head + self.kernels + entry)
 
@@ -357,36 +359,52 @@ class _Gen:
     def kernel(self, desc: str, args: list, body: list, parallel: bool, fastmath: str | None):
         """Add one kernel function and its call from the entry. A kernel with a parallel
         loop is written twice: ``kN`` (serial) for ``entry`` and ``kN_par`` (``prange``,
-        ``parallel=True``) for ``entry_par``; the program measures which is faster."""
-        name = f"k{len(self.kernels)}"
+        ``parallel=True``) for ``entry_par``; the program measures which is faster.
+
+        Each kernel's names are its own (sizes ``d0, d1``, values renumbered), so two
+        kernels of the same structure are the same text: it is written, and compiled,
+        once (the Adam update of every weight matrix, say) and called for each."""
         fm = _fastmath() if fastmath is None else fastmath
-
-        def fn(fname, par, lines):
-            src = [
-                f"@numba.njit(cache=True, error_model='numpy', fastmath={fm}, nogil=True, "
-                f"no_cpython_wrapper=True, no_cfunc_wrapper=True{par})",
-                f"def {fname}({', '.join(p for p, _ in args)}):",
-                f"    # {_generic(desc)}",
-            ]
-            return "\n".join(src + ["    " + ln for ln in lines] + [""])
-
         # loads of 0-d operands go to the top: they are loop-invariant, and Numba's
         # parfor lowering cannot type ``a[()]`` inside a prange loop
-        dims = sorted(set(_DIM_NAME.findall("\n".join(body))), key=lambda n: int(n[1:]))
-        args = list(args) + [(n, n) for n in dims]
         top = [ln.strip() for ln in body if _ZERO_D_LOAD.match(ln.strip()) and ln[:1] == " "]
         if top:
             body = top + [ln for ln in body if not (_ZERO_D_LOAD.match(ln.strip())
                                                     and ln[:1] == " ")]
-        serial = [ln.replace(" in prange(", " in range(") for ln in body]
-        block = fn(name, "", serial)
-        if parallel:
-            block += "\n" + fn(name + "_par", ", parallel=True", body)
-            self.parallel = True
-        self.kernels.append(block)
+        text = "\n".join(body)
+        dims = list(dict.fromkeys(_DIM_NAME.findall(text)))  # in order of appearance
+        local = {dn: f"d{j}" for j, dn in enumerate(dims)}
+        comment = _generic(desc)
+        if local:
+            sub = lambda m: local.get(m.group(0), m.group(0))  # noqa: E731
+            body = [_DIM_NAME.sub(sub, ln) for ln in body]
+            comment = _DIM_NAME.sub(sub, comment)
+        body = _canonical_names("\n".join(body)).split("\n")
+        params = [p for p, _ in args] + [local[dn] for dn in dims]
+        call_args = [a for _, a in args] + dims
+        key = (tuple(body), tuple(params), fm, parallel, comment)
+        name = self.kernel_names.get(key)
+        if name is None:
+            name = self.kernel_names[key] = f"k{len(self.kernels)}"
+
+            def fn(fname, par, lines):
+                src = [
+                    f"@numba.njit(cache=True, error_model='numpy', fastmath={fm}, nogil=True, "
+                    f"no_cpython_wrapper=True, no_cfunc_wrapper=True{par})",
+                    f"def {fname}({', '.join(params)}):",
+                    f"    # {comment}",
+                ]
+                return "\n".join(src + ["    " + ln for ln in lines] + [""])
+
+            serial = [ln.replace(" in prange(", " in range(") for ln in body]
+            block = fn(name, "", serial)
+            if parallel:
+                block += "\n" + fn(name + "_par", ", parallel=True", body)
+                self.parallel = True
+            self.kernels.append(block)
         self.kinfo.append((name, desc))
         suffix = _PAR if parallel else ""
-        self.entry.append(f"{name}{suffix}({', '.join(a for _, a in args)})")
+        self.entry.append(f"{name}{suffix}({', '.join(call_args)})")
 
     def fused(self, n: Node):
         from passes import body_phases
@@ -884,7 +902,7 @@ def generate(graph: Graph) -> tuple[str, list, list]:
     """The module source for ``graph``, the constant arrays its entry takes, and
     ``(kernel name, description)`` per kernel."""
     gen = _Gen(graph)
-    return _canonical_names(gen.build()), gen.consts, gen.kinfo
+    return gen.build(), gen.consts, gen.kinfo
 
 
 _VALUE_NAME = re.compile(r"\b(acc|x|v|m|y|t)(\d+)\b")
