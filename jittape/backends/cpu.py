@@ -356,7 +356,8 @@ class _Gen:
         special(n)
 
     # -- kernels ---------------------------------------------------------------
-    def kernel(self, desc: str, args: list, body: list, parallel: bool, fastmath: str | None):
+    def kernel(self, desc: str, args: list, body: list, parallel: bool, fastmath: str | None,
+               comment: str | None = None):
         """Add one kernel function and its call from the entry. A kernel with a parallel
         loop is written twice: ``kN`` (serial) for ``entry`` and ``kN_par`` (``prange``,
         ``parallel=True``) for ``entry_par``; the program measures which is faster.
@@ -374,7 +375,7 @@ class _Gen:
         text = "\n".join(body)
         dims = list(dict.fromkeys(_DIM_NAME.findall(text)))  # in order of appearance
         local = {dn: f"d{j}" for j, dn in enumerate(dims)}
-        comment = _generic(desc)
+        comment = _generic(desc) if comment is None else comment
         if local:
             sub = lambda m: local.get(m.group(0), m.group(0))  # noqa: E731
             body = [_DIM_NAME.sub(sub, ln) for ln in body]
@@ -454,6 +455,9 @@ class _Gen:
             args.append((p, d))
             outs.append((body.outputs[j], p, btypes[body.outputs[j]].shape))
         ops = [b.op.name for b in body.nodes if b.op.name not in ("const", "fill")]
+        flat = self._flatten(kind, space, args, env_in, outs)
+        if flat is not None:
+            args, env_in, outs, space = flat
         desc = (f"{kind} over {_tstr(space, n.types[0].dtype)}"
                 + (f" reducing axes {list(a['axes'])}" if kind == "reduction" else "")
                 + ": " + ", ".join(ops))
@@ -465,7 +469,54 @@ class _Gen:
             lines, par = self.reduction_body(body, phases, env_in, outs, a, work)
         else:
             lines, par = self.contraction_body(body, phases, env_in, outs, space, work)
-        self.kernel(desc, args, lines, par, None)
+        if flat is not None:
+            size, before = self._saved_dim
+            if before is None:
+                _DIMS.pop(size, None)
+            else:
+                _DIMS[size] = before
+            desc = (f"{kind} over {_tstr(tuple(a['space']), n.types[0].dtype)}, flat: "
+                    + ", ".join(ops))
+        comment = None if flat is None else (
+            f"flat loop over {_tstr((), n.types[0].dtype)[:-1]}n]: " + ", ".join(ops))
+        self.kernel(desc, args, lines, par, None, comment)
+
+    def _flatten(self, kind, space, args, env_in, outs):
+        """An elementwise loop whose operands are all contiguous and of its shape (or
+        0-d) runs as one flat loop over views of shape ``(N,)``, bounded by its first
+        output's length: one loop to vectorize, and the same kernel for every rank and
+        size (the Adam update of each weight matrix and each bias vector). None when it
+        does not apply."""
+        size = _prod(space)
+        if kind != "loop" or not space or size <= 1:
+            return None
+        contig = {o.var for o in self.val.values() if o.contig}
+        contig.update(f"c{k}" for k in range(len(self.consts)))
+        for q, shape in env_in.values():
+            if tuple(shape) not in ((), tuple(space)):
+                return None
+        for bo, p, shape in outs:
+            if tuple(shape) != tuple(space):
+                return None
+        shapes = {q: tuple(shape) for q, shape in env_in.values()}
+        for p, expr in args:
+            if shapes.get(p) == ():
+                continue
+            if expr not in contig:
+                return None
+        view = f"({_dprod(space)},)"
+        new_args = []
+        for p, expr in args:
+            if len(space) > 1 and (p.startswith("r") or shapes.get(p) == tuple(space)):
+                new_args.append((p, f"{expr}.reshape({view})"))
+            else:
+                new_args.append((p, expr))
+        new_env = {k: (q, (size,) if tuple(shape) == tuple(space) else shape)
+                   for k, (q, shape) in env_in.items()}
+        new_outs = [(bo, p, (size,)) for bo, p, _ in outs]
+        self._saved_dim = (size, _DIMS.get(size))
+        _DIMS[size] = "r0.shape[0]"
+        return new_args, new_env, new_outs, (size,)
 
     @staticmethod
     def loads(nodes, env_in, space_vars, prefix="x"):
