@@ -442,12 +442,11 @@ class _Gen:
                 arr = np.asarray(dict(b.attrs)["value"], dtype=b.types[0].dtype)
             else:
                 continue
-            if True:
-                k = len(self.consts)
-                self.consts.append(_contig(arr))
-                p = f"b{len(args)}"
-                args.append((p, f"c{k}"))
-                env_in[b.outputs[0]] = (p, arr.shape)
+            k = len(self.consts)
+            self.consts.append(_contig(arr))
+            p = f"b{len(args)}"
+            args.append((p, f"c{k}"))
+            env_in[b.outputs[0]] = (p, arr.shape)
         outs = []
         for j, o in enumerate(n.outputs):
             d = self.dest(o)
@@ -492,10 +491,10 @@ class _Gen:
             return None
         contig = {o.var for o in self.val.values() if o.contig}
         contig.update(f"c{k}" for k in range(len(self.consts)))
-        for q, shape in env_in.values():
+        for _q, shape in env_in.values():
             if tuple(shape) not in ((), tuple(space)):
                 return None
-        for bo, p, shape in outs:
+        for _bo, _p, shape in outs:
             if tuple(shape) != tuple(space):
                 return None
         shapes = {q: tuple(shape) for q, shape in env_in.values()}
