@@ -284,6 +284,7 @@ class FunctionTracer(Tracer):
         self.vars: dict = {}  # variable uid -> [variable, current value, last read]
         self.written: dict = {}  # variable uid -> variable, in order of first assign
         self.created_vars: list = []
+        self.draws: list = []  # (input id, draw) of random values, in program order
 
     def add(self, op, ins, attrs, types, loc=None):
         return super().add(op, ins, attrs, types, loc=loc or user_location(2))
@@ -336,6 +337,14 @@ class FunctionTracer(Tracer):
         st[1], st[2] = t, None
         self.written.setdefault(v._uid, v)
 
+    def random_input(self, ty: Type, draw) -> Tensor:
+        """Random values (``jt.random``, a dropout mask): an input that each call of the
+        compiled function draws afresh with ``draw()``."""
+        vid = self.builder.add_input(ty, "random")
+        self.sources[vid] = ("rand", draw)
+        self.draws.append((vid, draw))
+        return Tensor(_type=ty, _tracer=self, _id=vid)
+
     def created(self, v: Variable) -> None:
         self.created_vars.append(v)
 
@@ -366,6 +375,8 @@ class FunctionTracer(Tracer):
                 feeds[vid] = next(a for i, a in self.captures.values() if i == vid)
             elif src[0] == "var":
                 feeds[vid] = src[1]._value
+            elif src[0] == "rand":
+                feeds[vid] = src[1]()
             else:
                 raise TypeError(
                     "the initial value of a Variable created inside a jt.function depends "
@@ -394,7 +405,7 @@ class FunctionTracer(Tracer):
 # One trace: a concrete function
 
 
-_ARG, _VAR, _CAP = 0, 1, 2
+_ARG, _VAR, _CAP, _RAND = 0, 1, 2, 3
 
 
 class ConcreteFunction:
@@ -419,9 +430,16 @@ class ConcreteFunction:
         self.ready = False
         self._source: dict = {}
         self.created: list = []
+        self.draws: list = []
 
     # -- running -------------------------------------------------------------------
     def _arrays(self, leaves):
+        if self.draws:
+            # every random value of the trace is drawn, in program order, also those
+            # the passes found unused: the generator advances as the eager code's would
+            drawn = {vid: draw() for vid, draw in self.draws}
+            return [leaves[x] if kind == _ARG else (x._value if kind == _VAR else (
+                drawn[x] if kind == _RAND else x)) for kind, x in self.feed_plan]
         return [leaves[x] if kind == _ARG else (x._value if kind == _VAR else x)
                 for kind, x in self.feed_plan]
 
@@ -725,6 +743,7 @@ class Function:
         cf.out_structure = result if isinstance(result, (list, tuple, dict)) else 0
         cf.writes = writes
         cf.created = list(tracer.created_vars)
+        cf.draws = list(tracer.draws)
         t1 = time.perf_counter()
         cf.times["trace"] = t1 - t0
         graph, reports = backends.optimize(traced_graph, backends.pipeline(backend))
@@ -737,6 +756,8 @@ class Function:
                 plan.append((_CAP, caps[vid]))
             elif src[0] == "arg":
                 plan.append((_ARG, src[1]))
+            elif src[0] == "rand":
+                plan.append((_RAND, vid))
             else:
                 plan.append((_VAR, src[1]))
         cf.feed_plan = plan

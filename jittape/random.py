@@ -101,15 +101,20 @@ def _float_dtype(dtype, fn):
     return dt
 
 
-def _out(a: np.ndarray, dt) -> Tensor:
+def _sample(draw, dims, dt) -> Tensor:
+    """``draw()`` as a tensor. Inside a ``jt.function`` trace the draw becomes an input
+    of the traced graph that every call draws afresh (from the generator current at
+    that call, so ``set_seed`` governs compiled steps as it does eager ones)."""
+    from .ir import Type
     from .tensor import function_tracer
 
-    if function_tracer() is not None:
-        raise NotImplementedError(
-            "jt.random inside a jt.function is not supported yet: the values would be "
-            "drawn once, when the function is traced, and reused on every call. Draw them "
-            "outside and pass them in as an argument")
-    return convert_to_tensor(np.asarray(a).astype(dt._np, copy=False))
+    def sample():
+        return np.asarray(draw()).astype(dt._np, copy=False)
+
+    tracer = function_tracer()
+    if tracer is not None:
+        return tracer.random_input(Type(tuple(dims), dt.name), sample)
+    return convert_to_tensor(sample())
 
 
 def uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, name=None):
@@ -119,27 +124,26 @@ def uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, name=None)
     """
     dims = _shape(shape, "uniform")
     dt = as_dtype(dtype)
-    g = generator(seed)
     if dt.is_integer:
         if maxval is None:
             raise ValueError("uniform: an integer dtype needs an explicit maxval")
         if not minval < maxval:
             raise ValueError(f"uniform: need minval < maxval, got [{minval}, {maxval})")
-        return _out(g.integers(int(minval), int(maxval), size=dims), dt)
+        lo_i, hi_i = int(minval), int(maxval)
+        return _sample(lambda: generator(seed).integers(lo_i, hi_i, size=dims), dims, dt)
     if not dt.is_floating:
         raise TypeError(f"uniform: dtype must be a float or integer type, got {dt.name}")
     lo = float(minval)
     hi = 1.0 if maxval is None else float(maxval)
-    a = g.random(dims) * (hi - lo) + lo
-    return _out(a, dt)
+    return _sample(lambda: generator(seed).random(dims) * (hi - lo) + lo, dims, dt)
 
 
 def normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
     """Normally distributed values (``tf.random.normal``)."""
     dims = _shape(shape, "normal")
     dt = _float_dtype(dtype, "normal")
-    a = generator(seed).standard_normal(dims) * float(stddev) + float(mean)
-    return _out(a, dt)
+    sd, mu = float(stddev), float(mean)
+    return _sample(lambda: generator(seed).standard_normal(dims) * sd + mu, dims, dt)
 
 
 def _truncated_standard_normal(g: np.random.Generator, dims) -> np.ndarray:
@@ -158,5 +162,6 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, na
     0.88 * ``stddev``."""
     dims = _shape(shape, "truncated_normal")
     dt = _float_dtype(dtype, "truncated_normal")
-    a = _truncated_standard_normal(generator(seed), dims) * float(stddev) + float(mean)
-    return _out(a, dt)
+    sd, mu = float(stddev), float(mean)
+    return _sample(lambda: _truncated_standard_normal(generator(seed), dims) * sd + mu,
+                   dims, dt)

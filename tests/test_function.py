@@ -369,13 +369,28 @@ def test_run_functions_eagerly():
     assert seen == [1.0, 2.0] and f.cache_info().traces == 0
 
 
-def test_random_ops_inside_a_trace_raise_instead_of_freezing():
-    @jt.function
-    def f(x):
-        return x + jt.random.normal(x.shape)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_values_are_drawn_afresh_on_every_call(backend):
+    """jt.random and dropout masks inside a function are inputs drawn at each call from
+    the generator of that moment: the same values as the eager code with the same seed."""
+    drop = jt.layers.Dropout(0.5)
 
-    with pytest.raises(NotImplementedError, match="jt.function"):
-        f(np.zeros(3, np.float32))
+    def f(x):
+        return x + jt.random.normal(x.shape, dtype="float64"), drop(x, training=True)
+
+    x = np.ones((3, 4))
+    jt.random.set_seed(11)
+    eager = [[t.numpy() for t in f(jt.constant(x))] for _ in range(3)]
+    g = jt.function(f, backend=backend)
+    jt.random.set_seed(11)
+    got = [[t.numpy() for t in g(x)] for _ in range(3)]
+    for e, c in zip(eager, got):
+        for a, b in zip(e, c):
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(got[0][0], got[1][0])  # a new draw each call
+    assert g.cache_info().traces == 1
+    jt.random.set_seed(11)  # set_seed replays the draws of the compiled function too
+    np.testing.assert_array_equal(g(x)[0].numpy(), got[0][0])
 
 
 # ---------------------------------------------------------------------------
@@ -488,3 +503,38 @@ def test_kernels_of_the_same_structure_are_written_and_compiled_once():
         assert prog.source.count(f"def {name}(") == 1
     # the Adam update of every weight matrix is one function called three times
     assert max(calls.count(n) for n in set(calls)) >= 3
+
+
+def test_threads_call_one_function_and_trace_each_signature_once():
+    import threading
+
+    w = jt.Variable(np.ones((8, 4), np.float32))
+    traces = []
+
+    @jt.function(backend="cpu")
+    def f(x):
+        traces.append(1)
+        return jt.reduce_sum(jt.tanh(x @ w), axis=1)
+
+    xs = [np.random.default_rng(k).standard_normal((16, 8)).astype(np.float32)
+          for k in range(8)]
+    want = [np.tanh(x @ np.ones((8, 4), np.float32)).sum(axis=1) for x in xs]
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def work(k):
+        try:
+            barrier.wait()
+            for j in range(20):
+                i = (k + j) % len(xs)
+                np.testing.assert_allclose(f(xs[i]).numpy(), want[i], rtol=1e-5)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(traces) == 1 and f.cache_info().traces == 1

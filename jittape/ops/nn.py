@@ -60,10 +60,14 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None, rng=None):
         return x
     from .. import random as _random  # jt.random's generators: set_seed governs dropout
 
-    rng = rng if rng is not None else _random.generator(seed)
     shape = x._type.shape if noise_shape is None else tuple(noise_shape)
-    keep = (rng.random(shape) >= rate).astype(x._type.dtype) / (1 - rate)
-    return E.multiply(x, Tensor(keep.astype(x._type.dtype), _own=True))
+    dt = x.dtype
+
+    def draw():  # the generator is looked up at each draw (set_seed replaces it)
+        g = rng if rng is not None else _random.generator(seed)
+        return (g.random(shape) >= rate).astype(dt._np) / dt._np.type(1 - rate)
+
+    return E.multiply(x, _random._sample(draw, shape, dt))
 
 
 @composite("sparse_softmax_cross_entropy_with_logits")
