@@ -66,3 +66,16 @@ def test_target_network_learns_q_star_without_target_gradients():
     assert res["error"] < 0.05 < res["first_error"]
     assert res["policy"].tolist() == [1] * 6
     assert np.mean(res["losses"][-10:]) < 0.01 * np.mean(res["losses"][:10])
+
+
+def test_train_digits_reaches_95_percent(capsys):
+    """The README's main job (``make demo``, which CI runs too). Needs the ``examples``
+    extra's scikit-learn for the data."""
+    import pytest
+
+    pytest.importorskip("sklearn", reason="the digits data ship with scikit-learn "
+                                          "(pip install -e '.[examples]'; make demo)")
+    res = _load("train_digits").main(epochs=8, verbose=False)
+    assert res["test_acc"] >= 0.95
+    assert res["traces"] == 1  # full batches only: one signature, one compile
+    assert res["compiled_ms"] < res["eager_ms"]
