@@ -79,3 +79,24 @@ def test_train_digits_reaches_95_percent(capsys):
     assert res["test_acc"] >= 0.95
     assert res["traces"] == 1  # full batches only: one signature, one compile
     assert res["compiled_ms"] < res["eager_ms"]
+
+
+def test_adversarial_fgsm_lowers_accuracy_and_uses_the_input_gradient():
+    import pytest
+
+    import jittape as jt
+
+    pytest.importorskip("sklearn", reason="the digits data ship with scikit-learn "
+                                          "(pip install -e '.[examples]')")
+    res = _load("adversarial").main(epochs=5, eps_list=(0.0, 0.1, 0.2), verbose=False)
+    acc = res["accuracy"]
+    assert acc[0.0] >= 0.9 and acc[0.2] < acc[0.1] < acc[0.0] and acc[0.2] < 0.5
+    # the compiled input gradient is the eager one
+    x, y, model = res["x_test"][:16], res["y_test"][:16], res["model"]
+    xt = jt.constant(x)
+    with jt.GradientTape() as tape:
+        tape.watch(xt)
+        loss = jt.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="sum")(
+            jt.constant(y), model(xt, training=False))
+    np.testing.assert_allclose(res["grad"][:16], tape.gradient(loss, xt).numpy(),
+                               rtol=1e-4, atol=1e-6)
