@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,examples]'
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -20,15 +20,9 @@ test-cpu: $(STAMP)
 	JITTAPE_BACKEND=cpu JITTAPE_TEST_CPU_FULL=1 $(PY) -m pytest -q tests \
 		-W "error::jittape.backends.cpu.CompileWarning"
 
-EXAMPLES_STAMP := $(VENV)/.examples-installed
-
-$(EXAMPLES_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,examples]'
-	touch $(EXAMPLES_STAMP)
-
 # the README's main job: an MLP on scikit-learn's digits with a @jt.function step
 # (exits non-zero below 95% test accuracy)
-demo: $(EXAMPLES_STAMP)
+demo: $(STAMP)
 	$(PY) examples/train_digits.py
 
 lint: $(STAMP)
