@@ -31,7 +31,7 @@ def load(seed=0):
 
 
 def _bar(total, desc, verbose):
-    if not verbose:
+    if not verbose or not sys.stdout.isatty():  # a log file gets the epoch lines only
         return None
     try:
         from tqdm import tqdm
