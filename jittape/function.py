@@ -46,6 +46,13 @@ __all__ = ["function", "Function", "TensorSpec", "CacheInfo"]
 _logger = logging.getLogger("jittape")
 
 
+def background_compile() -> bool:
+    """Whether a new trace's program compiles in a background thread while the first
+    calls run on the interpreter (``JITTAPE_BACKGROUND_COMPILE``, default on; ``0``
+    compiles on the first call, which then waits for it)."""
+    return os.environ.get("JITTAPE_BACKGROUND_COMPILE", "1") not in ("0", "", "false")
+
+
 def _log_enabled(topic: str) -> bool:
     want = os.environ.get("JITTAPE_LOG", "")
     if not want:
@@ -431,6 +438,9 @@ class ConcreteFunction:
         self._source: dict = {}
         self.created: list = []
         self.draws: list = []
+        self._thread = None  # the background compile, once started
+        self._compile_lock = threading.Lock()
+        self._plain = None  # the graph without its buffer plan, for the interpreter
 
     # -- running -------------------------------------------------------------------
     def _arrays(self, leaves):
@@ -451,16 +461,16 @@ class ConcreteFunction:
         elif self.backend == "cpu":
             from .backends import cpu
 
-            outs = cpu.run_arrays(self.graph, arrays)
-            if prog is not None and prog.ready and not self.ready:
-                self.times["compile"] = prog.compile_seconds
-                self.ready = True
-                how = {"compiled": "compiled by Numba", "disk": "loaded from the disk cache",
-                       "memory": "the same source was compiled already"}.get(prog.origin)
-                distinct = len({k for k, _ in prog.kernels})
-                _log("compile", f"{self.name}: {len(prog.kernels)} kernel calls "
-                     f"({distinct} distinct kernels), {how} in {prog.compile_seconds:.2f} s "
-                     f"[{self.cause}] -> {prog.path}")
+            raw, arrays = arrays, [cpu._frozen(a) for a in arrays]
+            if prog is not None and not prog.ready and prog.fallback is None \
+                    and background_compile():
+                # compile in the background; until it is done, the interpreter runs the
+                # same graph (the first call returns at once, not after the compile)
+                self._start_compile(arrays)
+                outs = self._interpret(arrays, raw)
+            else:
+                outs = cpu.run_arrays(self.graph, arrays)
+                self._compiled()
         else:
             outs = backends.run(self.graph, dict(zip(self.graph.inputs, arrays)), self.backend)
             outs = [self._owned(a, arrays) for a in outs]
@@ -472,6 +482,51 @@ class ConcreteFunction:
             v._read_tensor = None
         flat = [Tensor(outs[p], _own=True) if type(p) is int else p[1] for p in self.out_plan]
         return nest.pack_sequence_as(self.out_structure, flat)
+
+    def _compiled(self):
+        prog = self.program
+        if prog is None or not prog.ready or self.ready:
+            return
+        self.times["compile"] = prog.compile_seconds
+        self.ready = True
+        how = {"compiled": "compiled by Numba", "disk": "loaded from the disk cache",
+               "memory": "the same source was compiled already"}.get(prog.origin)
+        distinct = len({k for k, _ in prog.kernels})
+        _log("compile", f"{self.name}: {len(prog.kernels)} kernel calls "
+             f"({distinct} distinct kernels), {how} in {prog.compile_seconds:.2f} s "
+             f"[{self.cause}] -> {prog.path}")
+
+    def _start_compile(self, arrays):
+        with self._compile_lock:
+            if self._thread is not None:
+                return
+            from .backends import cpu
+
+            def work():
+                cpu.compile_program(self.program, arrays)
+                self._compiled()
+
+            # not a daemon: an exiting interpreter waits for it (LLVM must not be cut
+            # off mid-compile)
+            self._thread = threading.Thread(target=work, name=f"jittape-compile-{self.name}")
+            self._thread.start()
+
+    def _interpret(self, arrays, raw):
+        from .backends import interpret
+
+        if self._plain is None:
+            import dataclasses
+
+            self._plain = dataclasses.replace(self.graph, buffers=None)
+        outs = interpret.run(self._plain, dict(zip(self._plain.inputs, arrays)))
+        return [self._owned(np.asarray(a), raw) for a in outs]
+
+    def wait(self, timeout=None) -> bool:
+        """Wait for a background compile; True when the compiled program is ready."""
+        for t in (self._thread, getattr(self.program, "par_thread", None)):
+            if t is not None:
+                t.join(timeout)
+        return self.program is None or self.program.ready
 
     @staticmethod
     def _owned(a, arrays):
@@ -818,6 +873,12 @@ class Function:
         return CacheInfo(self._traces, self._hits, self._misses, kernels, compiled, reused,
                          seconds, len(cfs))
 
+    def wait(self, timeout=None) -> bool:
+        """Wait until every trace's background compile is done (see
+        ``JITTAPE_BACKGROUND_COMPILE``); True when all compiled programs are ready.
+        For timing a compiled step, and for tests."""
+        return all([cf.wait(timeout) for cf in list(self._cache.values())])
+
     def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
         """The trace for these arguments (traced now when there is none; not run)."""
         if self.input_signature is not None:
@@ -891,6 +952,8 @@ class Explanation:
             comp = f"first run {t['compile']:.3f} s ({how})"
         elif prog is not None and prog.fallback:
             comp = f"runs on interpret: {prog.fallback}"
+        elif cf._thread is not None:
+            comp = "compiling in the background (calls run on the interpreter meanwhile)"
         else:
             comp = "not compiled yet (Numba compiles on the first call)"
         lines.append(f"times: trace {t['trace']:.3f} s, passes {t['passes']:.3f} s, "

@@ -7,6 +7,9 @@ os.environ.setdefault("JITTAPE_VERIFY", "1")
 # Numba compile on "cpu"); tests/test_cpu_*.py check cpu against it, and
 # `make test-cpu` runs everything on cpu.
 os.environ.setdefault("JITTAPE_BACKEND", "interpret")
+# jt.function compiles on the first call in the tests (counting compiles is then exact);
+# tests/test_function.py checks the background compile on its own
+os.environ.setdefault("JITTAPE_BACKGROUND_COMPILE", "0")
 # compiled kernels persist between runs of the suite (CI starts cold)
 os.environ.setdefault(
     "JITTAPE_CACHE_DIR",

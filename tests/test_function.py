@@ -538,3 +538,62 @@ def test_threads_call_one_function_and_trace_each_signature_once():
         t.join()
     assert not errors
     assert len(traces) == 1 and f.cache_info().traces == 1
+
+
+def test_background_compile_first_calls_interpret_then_compiled(monkeypatch):
+    """By default (outside this suite) a new trace's program compiles in a thread; the
+    calls meanwhile run the same graph on the interpreter, so the first call returns
+    without waiting for Numba."""
+    monkeypatch.setenv("JITTAPE_BACKGROUND_COMPILE", "1")
+    w = jt.Variable(np.full((5, 3), 0.5))
+
+    @jt.function(backend="cpu")
+    def step(x):
+        with jt.GradientTape() as tape:
+            loss = jt.reduce_sum(jt.sin(x @ w) * 0.987654)
+        w.assign_sub(0.01 * tape.gradient(loss, w))
+        return loss
+
+    x = np.random.default_rng(1).normal(size=(4, 5))
+    ref_w = np.full((5, 3), 0.5)
+    for _ in range(3):
+        got = float(step(x))
+        want = float(np.sum(np.sin(x @ ref_w)) * 0.987654)
+        ref_w = ref_w - 0.01 * x.T @ (np.cos(x @ ref_w) * 0.987654)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    cf = step.get_concrete_function(x)
+    assert cf._thread is not None  # a compile thread was started, once
+    assert step.wait() and cf.program.ready and cf.program.origin is not None
+    assert "first run" in str(step.explain(x))
+    for _ in range(3):
+        got = float(step(x))
+        want = float(np.sum(np.sin(x @ ref_w)) * 0.987654)
+        ref_w = ref_w - 0.01 * x.T @ (np.cos(x @ ref_w) * 0.987654)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(w.numpy(), ref_w, rtol=1e-12)
+    assert step.cache_info().traces == 1
+
+
+def test_background_compile_of_the_parallel_variant(monkeypatch):
+    monkeypatch.setenv("JITTAPE_BACKGROUND_COMPILE", "1")
+    n = 1 << 17
+    w = jt.Variable(np.linspace(-1, 1, n).astype(np.float32))
+
+    @jt.function(backend="cpu")
+    def f(x):
+        return jt.tanh(x * w) * jt.exp(-x)
+
+    x = np.linspace(0, 1, n).astype(np.float32)
+    want = np.tanh(x * w.numpy()) * np.exp(-x)
+    f(x)
+    f.wait()
+    prog = f.get_concrete_function(x).program
+    assert prog.entry_par is not None and not prog.par_ready
+    for _ in range(cpu.PARALLEL_AFTER + 2):
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=2e-6, atol=1e-7)
+    assert prog.par_thread is not None
+    f.wait()
+    assert prog.par_ready
+    for _ in range(cpu._TUNE_CALLS + 2):
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=2e-6, atol=1e-7)
+    assert prog.threads is not None

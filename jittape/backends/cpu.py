@@ -1000,6 +1000,22 @@ _TUNE_CALLS = 8
 PARALLEL_AFTER = int(os.environ.get("JITTAPE_PARALLEL_AFTER", 20))
 
 
+def _background() -> bool:
+    return os.environ.get("JITTAPE_BACKGROUND_COMPILE", "1") not in ("0", "", "false")
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` C-contiguous and read-only (a read-only view of a caller's writeable array):
+    Numba types read-only and writeable arrays apart, and one type per input means one
+    compile, whichever kind of array a call passes."""
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
+
+
 def _unheld(pool: list, k: int) -> bool:
     """Nobody but the pool holds ``pool[k]``: the only references are the pool's list
     and getrefcount's own argument."""
@@ -1036,6 +1052,7 @@ class Program:
         self.entry_par = None  # the variant with parallel loops, when there is one
         self.par_ready = False
         self.par_compile_seconds = 0.0
+        self.par_thread = None  # compiling entry_par in the background
         self.threads = None  # chosen thread count for the parallel loops
         self.trials: list = []
         self.calls = 0
@@ -1114,9 +1131,17 @@ class Program:
             return
         most = numba.config.NUMBA_NUM_THREADS
         if not self.par_ready:
-            if self.calls <= PARALLEL_AFTER:
+            if self.calls <= PARALLEL_AFTER or self.par_thread is not None:
                 # a program that runs only a few times never pays for compiling its
                 # parallel variant (about as long again as the serial one)
+                self.entry(*rest)
+                return
+            if _background():
+                # compiled by another thread; the serial entry runs meanwhile
+                sig = tuple(numba.typeof(a) for a in rest)
+                self.par_thread = threading.Thread(
+                    target=self._compile_par, args=(sig,), name=f"jittape-compile-{self.name}")
+                self.par_thread.start()
                 self.entry(*rest)
                 return
             # this call compiles the parallel variant; it is not a measurement
@@ -1140,11 +1165,27 @@ class Program:
                 med[k] = ts[len(ts) // 2]
             self.threads = most if most > 1 and med[most] < 0.9 * med[1] else 1
 
+    def _compile_par(self, sig):
+        import numba.core.errors as ne
+
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ne.NumbaPerformanceWarning)
+                warnings.simplefilter("ignore", ne.NumbaWarning)
+                self.entry_par.compile(sig)
+        except Exception:  # noqa: BLE001 - the serial entry stays in use
+            return
+        dt = time.perf_counter() - t0
+        self.par_compile_seconds = dt
+        stats["compile_seconds"] += dt
+        self.par_ready = True
+
     def __call__(self, arrays, trusted: bool = False) -> list:
         """Outputs for ``arrays``. ``trusted``: the caller guarantees each array's dtype
         and shape (``jt.function`` keys its traces by them); only contiguity is checked."""
         if trusted:
-            args = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
+            args = [_frozen(a) for a in arrays]
         else:
             args = self._args(arrays)
         mine = self.lock.acquire(blocking=False)
@@ -1200,6 +1241,59 @@ def _compiled_state(prog: Program) -> tuple:
             sum(sum(e.stats.cache_misses.values()) for e in entries))
 
 
+def _note_origin(prog: Program, before: tuple) -> None:
+    after = _compiled_state(prog)
+    if after[0] == before[0]:
+        prog.origin = "memory"  # the same module, already compiled for these types
+        stats["memory_hits"] += 1
+    elif after[2] == before[2] and after[1] > before[1]:
+        prog.origin = "disk"
+        stats["disk_hits"] += 1
+    else:
+        prog.origin = "compiled"
+        stats["compiled"] += 1
+    prog.loaded_from_disk = prog.origin == "disk"
+    stats["compile_seconds"] += prog.compile_seconds
+
+
+def _compile_only(prog: Program, arrays) -> None:
+    import numba
+    import numba.core.errors as ne
+
+    before = _compiled_state(prog)
+    t0 = time.perf_counter()
+    args = [_frozen(np.asarray(a)) for a in prog._args(arrays)]
+    slots = [np.empty(n, d) for d, n in prog.slot_specs]
+    outs = [np.empty(t.shape, t.dtype) for t in prog.out_types]
+    rest = (*args, *prog.consts, *slots, *outs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ne.NumbaPerformanceWarning)
+        warnings.simplefilter("ignore", ne.NumbaWarning)
+        prog.entry.compile(tuple(numba.typeof(a) for a in rest))
+    prog.compile_seconds = time.perf_counter() - t0
+    _note_origin(prog, before)
+    prog.ready = True
+
+
+def compile_program(prog: Program, arrays) -> None:
+    """Compile (or load from the disk cache) ``prog``'s entry for the types of
+    ``arrays``, without running it. A failure makes the program run on ``interpret``,
+    with one warning. Safe to call from another thread (``jt.function`` compiles in the
+    background while the first calls run on the interpreter)."""
+    try:
+        try:
+            _compile_only(prog, arrays)
+        except _numba_errors():
+            _cache.purge(prog.name)
+            sys.modules.pop(f"jittape._generated.{prog.name}", None)
+            name, path, _ = _cache.write_module(prog.source)
+            mod = _load(name, path)
+            prog.entry, prog.entry_par = mod.entry, getattr(mod, "entry_par", None)
+            _compile_only(prog, arrays)
+    except Exception as e:  # noqa: BLE001 - never a wrong answer: interpret instead
+        _fallback(prog.graph, prog, e)
+
+
 def _warm(prog: Program, arrays) -> list:
     """First call: Numba compiles the module, loads it from its disk cache, or finds it
     compiled already in this process (another graph generated the same source: a new
@@ -1213,18 +1307,7 @@ def _warm(prog: Program, arrays) -> list:
         warnings.simplefilter("ignore", ne.NumbaWarning)
         res = prog(arrays)
     prog.compile_seconds = time.perf_counter() - t0
-    after = _compiled_state(prog)
-    if after[0] == before[0]:
-        prog.origin = "memory"  # the same module, already compiled for these types
-        stats["memory_hits"] += 1
-    elif after[2] == before[2] and after[1] > before[1]:
-        prog.origin = "disk"
-        stats["disk_hits"] += 1
-    else:
-        prog.origin = "compiled"
-        stats["compiled"] += 1
-    prog.loaded_from_disk = prog.origin == "disk"
-    stats["compile_seconds"] += prog.compile_seconds
+    _note_origin(prog, before)
     prog.ready = True
     return res
 
