@@ -84,7 +84,13 @@ def main(epochs=20, batch_size=32, seed=0, verbose=True):
             t_call = time.perf_counter()
             loss, hits = compiled_step(x_train[idx], y_train[idx])
             if t_first is None:
+                # the first call returns at once (it runs on the interpreter while the
+                # step compiles in the background); wait for the compiled step here so
+                # that the epochs below show its speed
                 t_first = time.perf_counter() - t_call
+                compiled_step.wait()
+                t_compiled = time.perf_counter() - t_call
+                t0 += t_compiled - t_first
             total_loss += float(loss)
             total_hits += float(hits)
             if bar is not None:
@@ -116,20 +122,18 @@ def main(epochs=20, batch_size=32, seed=0, verbose=True):
 
     train_step(xt, yt)  # the eager path's backward graph compiles on its first call
     eager_ms = median_ms(train_step, 50)
-    compiled_step.wait()  # the compile runs in the background while the first steps run
     compiled_ms = median_ms(compiled_step, 200)
-    compile_s = compiled_step.get_concrete_function(xb, yb).times["compile"]
     model.set_weights(trained)
     info = compiled_step.cache_info()
     final = history[-1]["test_acc"]
     say(f"test accuracy {final:.3f}")
     say(f"step time: eager {eager_ms:.3f} ms, @jt.function {compiled_ms:.3f} ms "
-        f"({eager_ms / compiled_ms:.1f}x faster); first call {t_first:.2f} s, compile "
-        f"{compile_s:.2f} s (in the background, while the first steps ran on the "
-        f"interpreter); {info.traces} trace(s), {info.kernels} kernel calls")
+        f"({eager_ms / compiled_ms:.1f}x faster); first call {t_first:.2f} s, compiled "
+        f"step ready after {t_compiled:.2f} s; {info.traces} trace(s), "
+        f"{info.kernels} kernel calls")
     return {"history": history, "test_acc": final, "eager_ms": eager_ms,
             "compiled_ms": compiled_ms, "first_call_s": t_first, "traces": info.traces,
-            "compile_s": compile_s,
+            "compiled_s": t_compiled,
             "model": model, "test_data": (x_test, y_test)}
 
 
