@@ -24,6 +24,7 @@ import jittape as jt
 from jittape.backends import blas
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bench_util import settle  # noqa: E402
 from train_steps import CONFIGS, NumpyStep, data, jittape_step  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,11 +51,10 @@ def test_step(benchmark, size, impl):
         kind, backend = impl.split("-")
         step = jittape_step(cfg, ws, bs, compiled=kind == "function", backend=backend)
         args = (jt.constant(x), jt.constant(y))
-        for _ in range(3):  # compile, then the parallel variant's compile and tuning
-            for _ in range(30):
-                step(*args)
-            if kind == "function":
-                step.wait()
+        step(*args)
+        if kind == "function":
+            step.wait()  # the compile in the background
+        settle(lambda: step(*args))
     benchmark(step, *args)
 
 
