@@ -439,8 +439,6 @@ class ConcreteFunction:
         self.created: list = []
         self.draws: list = []
         self._thread = None  # the background compile, once started
-        self._compile_lock = threading.Lock()
-        self._plain = None  # the graph without its buffer plan, for the interpreter
 
     # -- running -------------------------------------------------------------------
     def _arrays(self, leaves):
@@ -468,6 +466,7 @@ class ConcreteFunction:
                 # same graph (the first call returns at once, not after the compile)
                 self._start_compile(arrays)
                 outs = self._interpret(arrays, raw)
+                self._compiled()
             else:
                 outs = cpu.run_arrays(self.graph, arrays)
                 self._compiled()
@@ -497,36 +496,25 @@ class ConcreteFunction:
              f"[{self.cause}] -> {prog.path}")
 
     def _start_compile(self, arrays):
-        with self._compile_lock:
-            if self._thread is not None:
-                return
-            from .backends import cpu
+        from .backends import cpu
 
-            def work():
-                cpu.compile_program(self.program, arrays)
-                self._compiled()
-
-            # not a daemon: an exiting interpreter waits for it (LLVM must not be cut
-            # off mid-compile)
-            self._thread = threading.Thread(target=work, name=f"jittape-compile-{self.name}")
-            self._thread.start()
+        cpu._compile_in_background(self.program, arrays)
+        self._thread = self.program.compile_thread
 
     def _interpret(self, arrays, raw):
         from .backends import interpret
 
-        if self._plain is None:
-            import dataclasses
-
-            self._plain = dataclasses.replace(self.graph, buffers=None)
-        outs = interpret.run(self._plain, dict(zip(self._plain.inputs, arrays)))
+        plain = self.program.plain_graph()
+        outs = interpret.run(plain, dict(zip(plain.inputs, arrays)))
         return [self._owned(np.asarray(a), raw) for a in outs]
 
     def wait(self, timeout=None) -> bool:
         """Wait for a background compile; True when the compiled program is ready."""
-        for t in (self._thread, getattr(self.program, "par_thread", None)):
-            if t is not None:
-                t.join(timeout)
-        return self.program is None or self.program.ready
+        if self.program is None:
+            return True
+        ready = self.program.wait(timeout)
+        self._compiled()
+        return ready
 
     @staticmethod
     def _owned(a, arrays):

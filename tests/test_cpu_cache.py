@@ -369,8 +369,9 @@ def test_parallel_and_serial_variants_agree_and_one_is_chosen():
     with jt.GradientTape(persistent=True, backend="cpu") as tape:
         loss = jt.reduce_sum(jt.tanh(x * w) * jt.sigmoid(x))
     first = tape.gradient(loss, w).numpy()
-    graph = next(g for g, p in cpu._BY_GRAPH.values() if p.entry_par is not None
-                 and g.input_types and g.input_types[0].shape == (n,))
+    graph = next(g for g, p in reversed(list(cpu._BY_GRAPH.values()))
+                 if p.entry_par is not None and g.input_types
+                 and g.input_types[0].shape == (n,))  # the newest: this tape's
     prog = cpu.program(graph)
     assert "prange(" in prog.source and "def entry_par(" in prog.source
     # the first step compiled the serial variant only; the parallel one comes after
@@ -428,3 +429,27 @@ def test_threads_share_a_compiled_graph_and_get_their_own_results():
     for s in range(4):
         for a, b in zip(got[s], want[s]):
             np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-5)
+
+
+def test_eager_gradient_compiles_in_the_background(monkeypatch):
+    """Outside the test suite's setting, a new backward graph compiles in a thread and
+    the gradients meanwhile come from the interpreter: the first step does not wait."""
+    monkeypatch.setenv("JITTAPE_BACKGROUND_COMPILE", "1")
+    rng = np.random.default_rng(5)
+    x = jt.constant(rng.standard_normal(300))
+    w = jt.Variable(rng.standard_normal(300))
+
+    def grad():
+        with jt.GradientTape(backend="cpu") as tape:
+            loss = jt.reduce_sum(jt.sin(x * w) * 1.234567 + jt.square(w))
+        return tape.gradient(loss, w).numpy()
+
+    want = np.cos(x.numpy() * w.numpy()) * x.numpy() * 1.234567 + 2 * w.numpy()
+    np.testing.assert_allclose(grad(), want, rtol=1e-12)
+    prog = next(p for _, p in reversed(list(cpu._BY_GRAPH.values()))
+                if "cos" in p.source)
+    assert prog.compile_thread is not None
+    assert prog.wait() and prog.origin in ("compiled", "disk", "memory")
+    for _ in range(2):
+        np.testing.assert_allclose(grad(), want, rtol=1e-12)
+    assert prog.compile_thread is not None and prog.ready

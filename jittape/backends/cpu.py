@@ -1053,6 +1053,8 @@ class Program:
         self.par_ready = False
         self.par_compile_seconds = 0.0
         self.par_thread = None  # compiling entry_par in the background
+        self.compile_thread = None  # compiling entry in the background
+        self._plain = None
         self.threads = None  # chosen thread count for the parallel loops
         self.trials: list = []
         self.calls = 0
@@ -1072,7 +1074,7 @@ class Program:
                 a = np.ascontiguousarray(a)
             if a.shape != t.shape:
                 raise ValueError(f"input of shape {a.shape} where the graph expects {t}")
-            args.append(a)
+            args.append(_frozen(a))
         return args
 
     def _outputs(self) -> list:
@@ -1164,6 +1166,22 @@ class Program:
                 ts = sorted(t for m, t in self.trials if m == k)
                 med[k] = ts[len(ts) // 2]
             self.threads = most if most > 1 and med[most] < 0.9 * med[1] else 1
+
+    def plain_graph(self) -> Graph:
+        """The graph without its buffer plan, for the interpreter (which would copy
+        every planned value into its slot)."""
+        if self._plain is None:
+            import dataclasses
+
+            self._plain = dataclasses.replace(self.graph, buffers=None)
+        return self._plain
+
+    def wait(self, timeout=None) -> bool:
+        """Wait for this program's background compiles; True when it is ready."""
+        for t in (self.compile_thread, self.par_thread):
+            if t is not None:
+                t.join(timeout)
+        return self.ready
 
     def _compile_par(self, sig):
         import numba.core.errors as ne
@@ -1262,7 +1280,7 @@ def _compile_only(prog: Program, arrays) -> None:
 
     before = _compiled_state(prog)
     t0 = time.perf_counter()
-    args = [_frozen(np.asarray(a)) for a in prog._args(arrays)]
+    args = prog._args(arrays)
     slots = [np.empty(n, d) for d, n in prog.slot_specs]
     outs = [np.empty(t.shape, t.dtype) for t in prog.out_types]
     rest = (*args, *prog.consts, *slots, *outs)
@@ -1292,6 +1310,17 @@ def compile_program(prog: Program, arrays) -> None:
             _compile_only(prog, arrays)
     except Exception as e:  # noqa: BLE001 - never a wrong answer: interpret instead
         _fallback(prog.graph, prog, e)
+
+
+def _compile_in_background(prog: Program, arrays) -> None:
+    with prog.lock:
+        if prog.compile_thread is not None:
+            return
+        # not a daemon: an exiting interpreter waits for it (LLVM must not be cut off)
+        prog.compile_thread = threading.Thread(
+            target=compile_program, args=(prog, list(arrays)),
+            name=f"jittape-compile-{prog.name}")
+        prog.compile_thread.start()
 
 
 def _warm(prog: Program, arrays) -> list:
@@ -1394,6 +1423,11 @@ def run_arrays(graph: Graph, arrays: list, feeds: dict | None = None) -> list:
             return interpret.run(graph, feeds)
         if prog.ready:
             return prog(arrays)
+        if _background():
+            # compile in another thread; this call and the next ones run on the
+            # interpreter until the compiled program is ready
+            _compile_in_background(prog, arrays)
+            return interpret.run(prog.plain_graph(), feeds)
         try:
             return _warm(prog, arrays)
         except InvalidArgumentError:
