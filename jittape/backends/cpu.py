@@ -1302,11 +1302,13 @@ def compile_program(prog: Program, arrays) -> None:
         try:
             _compile_only(prog, arrays)
         except _numba_errors():
-            _cache.purge(prog.name)
-            sys.modules.pop(f"jittape._generated.{prog.name}", None)
-            name, path, _ = _cache.write_module(prog.source)
-            mod = _load(name, path)
-            prog.entry, prog.entry_par = mod.entry, getattr(mod, "entry_par", None)
+            # a damaged on-disk entry: drop it and compile afresh
+            with _LOCK:
+                _cache.purge(prog.name)
+                sys.modules.pop(f"jittape._generated.{prog.name}", None)
+                name, path, _ = _cache.write_module(prog.source)
+                mod = _load(name, path)
+                prog.entry, prog.entry_par = mod.entry, getattr(mod, "entry_par", None)
             _compile_only(prog, arrays)
     except Exception as e:  # noqa: BLE001 - never a wrong answer: interpret instead
         _fallback(prog.graph, prog, e)
