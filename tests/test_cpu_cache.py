@@ -79,10 +79,11 @@ _SCRIPT = textwrap.dedent(
 )
 
 
-def _run_process(cache_dir):
+def _run_process(cache_dir, background=False):
     import json
 
-    env = dict(os.environ, JITTAPE_CACHE_DIR=str(cache_dir))
+    env = dict(os.environ, JITTAPE_CACHE_DIR=str(cache_dir),
+               JITTAPE_BACKGROUND_COMPILE="1" if background else "0")
     out = subprocess.run([sys.executable, "-c", _SCRIPT.format(root=ROOT)], env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -129,8 +130,10 @@ def test_a_truncated_module_is_rebuilt(warm_dir, tmp_path):
     assert open(path).read() == text
 
 
+@pytest.mark.parametrize("background", [False, True])
 @pytest.mark.parametrize("damage", ["garbage", "empty"])
-def test_damaged_numba_cache_files_are_purged_and_rebuilt(warm_dir, tmp_path, damage):
+def test_damaged_numba_cache_files_are_purged_and_rebuilt(warm_dir, tmp_path, damage,
+                                                          background):
     d = _copy_cache(warm_dir, tmp_path / "c")
     pyc = os.path.join(_kernel_dir(d), "__pycache__")
     files = [f for f in os.listdir(pyc) if f.endswith((".nbi", ".nbc"))]
@@ -138,7 +141,7 @@ def test_damaged_numba_cache_files_are_purged_and_rebuilt(warm_dir, tmp_path, da
     for f in files:
         with open(os.path.join(pyc, f), "wb") as fh:
             fh.write(b"\x80\x04not a pickle" if damage == "garbage" else b"")
-    res = _run_process(d)
+    res = _run_process(d, background)
     assert res["err"] < 1e-3
     again = _run_process(d)  # and the rebuilt entry serves the next process
     assert again["err"] < 1e-3 and again["stats"]["compiled"] == 0
