@@ -442,6 +442,12 @@ def _unconnected(value) -> UnconnectedGradients:
 def _as_target(t):
     if isinstance(t, Variable):
         # a variable as target: its current value, identified with the variable itself
+        from .tensor import function_tracer
+
+        tracer = function_tracer()
+        if tracer is not None:  # inside jt.function the value is symbolic
+            cur = tracer.read_variable(t)
+            return Tensor(_type=cur._type, _tracer=tracer, _id=t._id)
         return Tensor(t._value, _id=t._id)
     if not isinstance(t, Tensor):
         raise TypeError(

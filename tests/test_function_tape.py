@@ -395,3 +395,24 @@ def test_python_bool_of_tensor_inside_trace_raises():
 
     with pytest.raises(TypeError, match="Python control flow on a tensor"):
         f(jt.constant(2.0))
+
+
+def test_variable_as_target_inside_function():
+    w = jt.Variable(np.arange(3.0))
+
+    def f():
+        with jt.GradientTape() as tape:
+            y = w * 2.0
+        return tape.gradient(w, w), tape.gradient if False else None
+
+    want = f()[0].numpy()
+
+    @jt.function
+    def g():
+        with jt.GradientTape(persistent=True) as tape:
+            y = jt.reduce_sum(w * 2.0)
+        return tape.gradient(w, w), tape.gradient(y, w)
+
+    a, b = g()
+    np.testing.assert_array_equal(a.numpy(), want)
+    np.testing.assert_array_equal(b.numpy(), [2.0, 2.0, 2.0])
