@@ -25,6 +25,11 @@ test-cpu: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/train_digits.py
 
+# the benchmarks (pytest-benchmark), grouped by workload; the JSON goes to bench.json
+bench: $(STAMP)
+	$(PY) -m pytest benchmarks -q --benchmark-group-by=group \
+		--benchmark-columns=median,iqr,rounds --benchmark-json=bench.json -p no:cacheprovider
+
 lint: $(STAMP)
 	$(PY) -m pip install --quiet ruff
 	$(VENV)/bin/ruff check jittape passes tests examples
