@@ -416,3 +416,79 @@ def test_variable_as_target_inside_function():
     a, b = g()
     np.testing.assert_array_equal(a.numpy(), want)
     np.testing.assert_array_equal(b.numpy(), [2.0, 2.0, 2.0])
+
+
+# ---------------------------------------------------------------------------
+# the foundation's operator, indexing and random-program cases, inside a function
+
+from hypothesis import given, settings  # noqa: E402
+from test_tape_semantics import (  # noqa: E402
+    _OPERATOR_CASES, _X3, _programs, _run_jt, _run_np,
+)
+
+
+@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+@pytest.mark.parametrize("name", sorted(_OPERATOR_CASES))
+def test_operator_gradients_inside_function(name, backend):
+    f, df = _OPERATOR_CASES[name]
+    x = jt.Variable(_X3.copy())
+
+    @jt.function(backend=backend)
+    def g():
+        with jt.GradientTape() as tape:
+            y = f(x)
+        return tape.gradient(y, x)
+
+    np.testing.assert_allclose(g().numpy(), df(_X3), rtol=1e-12)
+    np.testing.assert_allclose(g().numpy(), df(_X3), rtol=1e-12)
+
+
+@pytest.mark.parametrize("index, expected", [
+    ((slice(None), slice(1, None)), [[0, 1, 1], [0, 1, 1]]),
+    (1, [[0, 0, 0], [1, 1, 1]]),
+    ((Ellipsis, 0), [[1, 0, 0], [1, 0, 0]]),
+    ((None,), [[1, 1, 1], [1, 1, 1]]),
+])
+def test_matrix_indexing_gradients_inside_function(index, expected):
+    m = jt.Variable(np.arange(6.0).reshape(2, 3))
+
+    @jt.function(backend="cpu")
+    def g():
+        with jt.GradientTape() as tape:
+            y = m[index]
+        return y, tape.gradient(y, m)
+
+    y, d = g()
+    assert y.shape == np.arange(6.0).reshape(2, 3)[index].shape
+    np.testing.assert_array_equal(d.numpy(), np.array(expected, np.float64))
+
+
+@settings(max_examples=25, deadline=None)
+@given(_programs())
+def test_random_program_gradient_inside_function(case):
+    """The foundation's random programs (hypothesis), traced: the gradient of a
+    function equals finite differences and the eager tape, first and second order."""
+    prog, xs = case
+    eps = 1e-6
+    fd = np.zeros(3)
+    for i in range(3):
+        p, m = xs.copy(), xs.copy()
+        p[i] += eps
+        m[i] -= eps
+        fd[i] = (_run_np(prog, p) - _run_np(prog, m)) / (2 * eps)
+
+    def grads(x):
+        with jt.GradientTape() as outer:
+            outer.watch(x)
+            with jt.GradientTape() as tape:
+                tape.watch(x)
+                targets = _run_jt(prog, x)
+            g = tape.gradient(targets, x, unconnected_gradients="zero")
+            s = jt.reduce_sum(g * g)
+        return g, outer.gradient(s, x, unconnected_gradients="zero")
+
+    want = [t.numpy() for t in grads(jt.constant(xs))]
+    got = [t.numpy() for t in jt.function(grads, backend="interpret")(xs)]
+    np.testing.assert_allclose(got[0], fd, rtol=1e-5, atol=1e-7)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
