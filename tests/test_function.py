@@ -597,3 +597,18 @@ def test_background_compile_of_the_parallel_variant(monkeypatch):
     for _ in range(cpu._TUNE_CALLS + 2):
         np.testing.assert_allclose(f(x).numpy(), want, rtol=2e-6, atol=1e-7)
     assert prog.threads is not None
+
+
+def test_shape_error_while_tracing_names_the_op_shapes_and_the_line():
+    import inspect
+
+    @jt.function
+    def f(x, w):
+        return x @ w  # the line the error must name
+
+    line = inspect.getsourcelines(f.python_function)[1] + 2
+    with pytest.raises(jt.errors.InvalidArgumentError) as e:
+        f(np.ones((2, 3), np.float32), np.ones((4, 5), np.float32))
+    msg = str(e.value)
+    assert msg.startswith("matmul: Matrix size-incompatible: In[0]: [2,3], In[1]: [4,5]")
+    assert f"test_function.py:{line})" in msg
