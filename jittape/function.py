@@ -22,6 +22,7 @@ pass, the backward pass and the optimizer update are one program.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import logging
 import os
@@ -44,13 +45,6 @@ from .tensor import Tensor, Tracer, Variable, convert_to_tensor
 __all__ = ["function", "Function", "TensorSpec", "CacheInfo"]
 
 _logger = logging.getLogger("jittape")
-
-
-def background_compile() -> bool:
-    """Whether a new trace's program compiles in a background thread while the first
-    calls run on the interpreter (``JITTAPE_BACKGROUND_COMPILE``, default on; ``0``
-    compiles on the first call, which then waits for it)."""
-    return os.environ.get("JITTAPE_BACKGROUND_COMPILE", "1") not in ("0", "", "false")
 
 
 def _log_enabled(topic: str) -> bool:
@@ -393,19 +387,17 @@ class FunctionTracer(Tracer):
         (a,) = interpret.run(g, feeds)
         return Tensor(np.array(a), _own=True)
 
+    @contextlib.contextmanager
     def outside(self):
-        tracer = self
-
-        class _Outside:
-            def __enter__(self):
-                self.saved = (_state.local.tracers, _state.local.tapes)
-                _state.local.tracers = [x for x in _state.local.tracers if x is not tracer]
-                _state.local.tapes = []
-
-            def __exit__(self, *exc):
-                _state.local.tracers, _state.local.tapes = self.saved
-
-        return _Outside()
+        """Run code eagerly: this trace and the tapes are set aside meanwhile."""
+        local = _state.local
+        saved = (local.tracers, local.tapes)
+        local.tracers = [x for x in local.tracers if x is not self]
+        local.tapes = []
+        try:
+            yield
+        finally:
+            local.tracers, local.tapes = saved
 
 
 # ---------------------------------------------------------------------------
@@ -433,6 +425,7 @@ class ConcreteFunction:
         self.program = None
         self.times = {"trace": 0.0, "passes": 0.0, "codegen": 0.0, "compile": 0.0}
         self.cause = ""
+        self.diff: list = []  # what changed from the closest earlier signature
         self.call_number = 0
         self.ready = False
         self._source: dict = {}
@@ -461,7 +454,7 @@ class ConcreteFunction:
 
             raw, arrays = arrays, [cpu._frozen(a) for a in arrays]
             if prog is not None and not prog.ready and prog.fallback is None \
-                    and background_compile():
+                    and cpu.background_compile():
                 # compile in the background; until it is done, the interpreter runs the
                 # same graph (the first call returns at once, not after the compile)
                 self._start_compile(arrays)
@@ -603,7 +596,6 @@ class Function:
         self._recent = collections.deque(maxlen=10)
         self._warned = 0
         self._history: list = []  # described keys of the traces, newest last
-        self._relaxed: dict = {}  # argument path -> dims that changed (reduce_retracing)
         self._bound = weakref.WeakKeyDictionary()
         self._bound_strong: dict = {}
         code = getattr(fn, "__code__", None)
@@ -727,12 +719,12 @@ class Function:
             prev = min(reversed(self._history), key=lambda d: len(_diff(d, described)))
             diff = _diff(prev, described) or [f"backend {backend!r}"]
             cause = "new signature: " + "; ".join(diff)
-        self._note_relaxed(diff)
         _log("compile", f"tracing {self._name} ({cause})")
         if not first:
             _log("retrace", f"{self._name}: {cause}")
         cf = ConcreteFunction(self._name, backend, key, self._params)
         cf.cause = cause
+        cf.diff = diff
         cf.call_number = self._calls + 1
         tracer = FunctionTracer(self._name)
         n_args = [0]
@@ -819,20 +811,13 @@ class Function:
         self._cache[key] = cf
         return cf
 
-    def _note_relaxed(self, diff):
-        for line in diff:
-            if ": shape " in line:
-                path = line.split("'")[1]
-                self._relaxed[path] = True
-
     def _maybe_warn(self, cf):
         n = sum(self._recent)
         if n < 5 or self._warned >= 2:
             return
         if self._reduce_retracing or self.input_signature is not None:
             # shapes are expected to change: say nothing when only shapes did
-            if all(": shape " in part for part in cf.cause.split("; ")[0:]
-                   if part.startswith(("new signature", "argument"))):
+            if all(": shape " in line for line in cf.diff):
                 return
         self._warned += 1
         loop = ""

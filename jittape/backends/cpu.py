@@ -456,7 +456,7 @@ class _Gen:
         ops = [b.op.name for b in body.nodes if b.op.name not in ("const", "fill")]
         flat = self._flatten(kind, space, args, env_in, outs)
         if flat is not None:
-            args, env_in, outs, space = flat
+            args, env_in, outs, space, saved_dim = flat
         desc = (f"{kind} over {_tstr(space, n.types[0].dtype)}"
                 + (f" reducing axes {list(a['axes'])}" if kind == "reduction" else "")
                 + ": " + ", ".join(ops))
@@ -469,7 +469,7 @@ class _Gen:
         else:
             lines, par = self.contraction_body(body, phases, env_in, outs, space, work)
         if flat is not None:
-            size, before = self._saved_dim
+            size, before = saved_dim
             if before is None:
                 _DIMS.pop(size, None)
             else:
@@ -513,9 +513,9 @@ class _Gen:
         new_env = {k: (q, (size,) if tuple(shape) == tuple(space) else shape)
                    for k, (q, shape) in env_in.items()}
         new_outs = [(bo, p, (size,)) for bo, p, _ in outs]
-        self._saved_dim = (size, _DIMS.get(size))
+        saved_dim = (size, _DIMS.get(size))  # fused() puts it back after the kernel
         _DIMS[size] = "r0.shape[0]"
-        return new_args, new_env, new_outs, (size,)
+        return new_args, new_env, new_outs, (size,), saved_dim
 
     @staticmethod
     def loads(nodes, env_in, space_vars, prefix="x"):
@@ -779,9 +779,7 @@ class _Gen:
             f"p = a0.reshape(({P}, {N}, {Q}))",
             f"ix = a1.reshape(({M},))",
             f"o = r0.reshape(({P}, {M}, {Q}))",
-            f"for m in range({M}):",
-            f"    if ix[m] < 0 or ix[m] >= {N}:",
-            f"        raise InvalidArgumentError('gather: an index is not in [0, {n_lit})')",
+            *_index_check("gather", M, N, n_lit),
             f"for pp in range({P}):",
             f"    for m in range({M}):",
             "        j = ix[m]",
@@ -806,9 +804,7 @@ class _Gen:
             f"ix = a1.reshape(({M},))",
             f"o = r0.reshape(({P}, {N}, {Q}))",
             "o[...] = 0",
-            f"for m in range({M}):",
-            f"    if ix[m] < 0 or ix[m] >= {N}:",
-            f"        raise InvalidArgumentError('scatter_add: an index is not in [0, {n_lit})')",
+            *_index_check("scatter_add", M, N, n_lit),
             f"for pp in range({P}):",
             f"    for m in range({M}):",
             "        j = ix[m]",
@@ -894,6 +890,15 @@ class _Gen:
         ]
         self.kernel(f"check_numerics of {t}", [("a0", self.val[x].var)], body, False, "False")
         self.val[o] = self.val[x]
+
+
+def _index_check(op: str, m: str, n: str, n_lit: int) -> list:
+    """Kernel lines that raise when an index of ``ix[:m]`` is not in ``[0, n)``."""
+    return [
+        f"for m in range({m}):",
+        f"    if ix[m] < 0 or ix[m] >= {n}:",
+        f"        raise InvalidArgumentError('{op}: an index is not in [0, {n_lit})')",
+    ]
 
 
 def _contig(a):
@@ -1000,7 +1005,10 @@ _TUNE_CALLS = 8
 PARALLEL_AFTER = int(os.environ.get("JITTAPE_PARALLEL_AFTER", 20))
 
 
-def _background() -> bool:
+def background_compile() -> bool:
+    """Whether a new program compiles in a background thread while the calls meanwhile
+    run its graph on the interpreter (``JITTAPE_BACKGROUND_COMPILE``, default on; ``0``
+    compiles on the first call, which then waits for it)."""
     return os.environ.get("JITTAPE_BACKGROUND_COMPILE", "1") not in ("0", "", "false")
 
 
@@ -1138,7 +1146,7 @@ class Program:
                 # parallel variant (about as long again as the serial one)
                 self.entry(*rest)
                 return
-            if _background():
+            if background_compile():
                 # compiled by another thread; the serial entry runs meanwhile
                 sig = tuple(numba.typeof(a) for a in rest)
                 self.par_thread = threading.Thread(
@@ -1425,7 +1433,7 @@ def run_arrays(graph: Graph, arrays: list, feeds: dict | None = None) -> list:
             return interpret.run(graph, feeds)
         if prog.ready:
             return prog(arrays)
-        if _background():
+        if background_compile():
             # compile in another thread; this call and the next ones run on the
             # interpreter until the compiled program is ready
             _compile_in_background(prog, arrays)
