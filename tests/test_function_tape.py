@@ -423,7 +423,7 @@ def test_variable_as_target_inside_function():
 
 from hypothesis import given, settings  # noqa: E402
 from test_tape_semantics import (  # noqa: E402
-    _OPERATOR_CASES, _X3, _programs, _run_jt, _run_np,
+    _OPERATOR_CASES, _X3, _finite_diff, _programs, _run_jt,
 )
 
 
@@ -469,13 +469,7 @@ def test_random_program_gradient_inside_function(case):
     """The foundation's random programs (hypothesis), traced: the gradient of a
     function equals finite differences and the eager tape, first and second order."""
     prog, xs = case
-    eps = 1e-6
-    fd = np.zeros(3)
-    for i in range(3):
-        p, m = xs.copy(), xs.copy()
-        p[i] += eps
-        m[i] -= eps
-        fd[i] = (_run_np(prog, p) - _run_np(prog, m)) / (2 * eps)
+    fd = _finite_diff(prog, xs)
 
     def grads(x):
         with jt.GradientTape() as outer:

@@ -1057,17 +1057,22 @@ def _run_jt(prog, x):
                 lambda vals: vals[1:])  # a list of targets: their sum
 
 
-@settings(max_examples=60, deadline=None)
-@given(_programs())
-def test_random_program_gradient_matches_finite_differences(case):
-    prog, xs = case
-    eps = 1e-6
-    fd = np.zeros(3)
-    for i in range(3):
+def _finite_diff(prog, xs, eps=1e-6):
+    """Central differences of a random program's total with respect to each input."""
+    fd = np.zeros(len(xs))
+    for i in range(len(xs)):
         p, m = xs.copy(), xs.copy()
         p[i] += eps
         m[i] -= eps
         fd[i] = (_run_np(prog, p) - _run_np(prog, m)) / (2 * eps)
+    return fd
+
+
+@settings(max_examples=60, deadline=None)
+@given(_programs())
+def test_random_program_gradient_matches_finite_differences(case):
+    prog, xs = case
+    fd = _finite_diff(prog, xs)
 
     x = jt.Variable(xs.copy())
     with jt.GradientTape() as tape:
