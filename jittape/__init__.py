@@ -30,6 +30,7 @@ from .tape import GradientTape, UnconnectedGradients, custom_gradient  # noqa: F
 from .backends import get_backend, set_backend  # noqa: F401
 from . import cache  # noqa: F401
 from . import debugging  # noqa: F401
+from . import profiler  # noqa: F401
 from . import math  # noqa: F401
 from . import random, initializers, layers, optimizers, losses  # noqa: F401
 from .layers import Sequential  # noqa: F401

@@ -18,6 +18,7 @@ class _Local(threading.local):
         self.tapes = []  # GradientTapes currently recording, innermost last
         self.tracers = []  # symbolic graph builders, innermost last
         self.variable_reads = []  # stacks of lists collecting Variables read (custom_gradient)
+        self.grad_of = []  # recorded nodes whose VJP rule is running, innermost last
 
 
 local = _Local()

@@ -17,12 +17,12 @@ import numpy as np
 import passes
 from passes.prune import gradient_path
 
-from . import backends
+from . import _state, backends, config
 from .ir import Const, Graph, Node, get_op
 from .ops import elementwise as E
 from .ops import reduction as R
 from .ops import shaping as S
-from .tensor import Tensor, Tracer, _literal_ids
+from .tensor import Tensor, Tracer, _config, _literal_ids
 
 
 def path_nodes(nodes: Iterable[Node], target_ids, source_ids) -> tuple[list, set]:
@@ -72,7 +72,14 @@ def backward(
             gs = [E.zeros_like(o) if g is None else g for g, o in zip(gs, outs)]
             g, out = tuple(gs), tuple(outs)
         ins = [lookup(i) for i in n.inputs]
-        grads = n.op.vjp(g, out, *ins, **dict(n.attrs))
+        grad_of = _state.local.grad_of
+        grad_of.append(n)
+        try:
+            grads = n.op.vjp(g, out, *ins, **dict(n.attrs))
+        finally:
+            grad_of.pop()
+        if _config["check_numerics"] and n.op.name != "check_numerics":
+            grads = [_check_gradient(n, gi) for gi in grads]
         if len(grads) != len(n.inputs):
             raise AssertionError(
                 f"vjp of {n.op.name} returned {len(grads)} gradients for {len(n.inputs)} inputs"
@@ -87,10 +94,32 @@ def backward(
     return {s: cot.get(s) for s in source_ids}
 
 
+def _check_gradient(n: Node, gi):
+    """With ``enable_check_numerics``: the gradient that ``n``'s VJP rule made, checked
+    where it is made (eagerly, or as a node of the backward graph)."""
+    from .errors import at
+    from .ops.debugging import check_numerics_op
+    from .tensor import apply
+
+    if gi is None or not gi._type.is_float:
+        return gi
+    return apply(check_numerics_op, gi, auto=True,
+                 message=f"check_numerics: the gradient of op {n.op.name}{at(n.loc)} "
+                         f"in the backward pass")
+
+
 _PLANS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _PLANS_LOCK = threading.Lock()
-PLAN_CACHE_SIZE = 256
+# bounded by jt.config.set_cache_limits(plans=...) (JITTAPE_MAX_PLANS, default 256)
 plan_stats = {"hits": 0, "misses": 0, "uncacheable": 0}
+
+
+def _trim_plans() -> None:
+    with _PLANS_LOCK:
+        config.evict(_PLANS, "plans")
+
+
+config.on_cache_limit_change("plans", _trim_plans)
 
 
 def structure_key(nodes, targets, seeds, source_ids, values):
@@ -176,7 +205,7 @@ def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None,
     if pipeline is None:
         pipeline = backends.pipeline(backend)
     if key is not None:
-        key = (key, tuple(passes.pass_key(p) for p in pipeline))
+        key = (key, tuple(passes.pass_key(p) for p in pipeline), _config["check_numerics"])
     if key is None:
         plan_stats["uncacheable"] += 1
         graph, feeds, computed, consts, _ = _trace_backward(
@@ -212,8 +241,7 @@ def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None,
     if not consts and all(o is not None for o in origins):
         with _PLANS_LOCK:
             _PLANS[key] = (graph, tuple(origins), computed)
-            if len(_PLANS) > PLAN_CACHE_SIZE:
-                _PLANS.popitem(last=False)
+            config.evict(_PLANS, "plans")
     return graph, feeds, computed, consts
 
 

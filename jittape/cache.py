@@ -7,9 +7,13 @@ generates the same source imports the same file and Numba loads its machine code
 instead of compiling.
 
 The directory is ``JITTAPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/jittape``, else
-``~/.cache/jittape``. Files are written atomically (a temporary file, then a rename),
-so two processes compiling the same graph both read a whole file. Its size is bounded
-by ``JITTAPE_CACHE_MAX_MB`` (default 512): the least recently used modules go first.
+``~/.cache/jittape``; one that cannot be written (found so, or a write fails: a
+read-only mount, a full disk) is replaced, with one warning, by one under the system's
+temporary directory. Files are written atomically (a temporary file, then a rename),
+so two processes compiling the same graph both read a whole file. A module whose
+content does not hash to its name (truncated, corrupted, someone else's) is rewritten.
+Its size is bounded by ``JITTAPE_CACHE_MAX_MB`` (default 512): the least recently used
+modules go first.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 
 __all__ = ["cache_dir", "clear", "size_bytes", "entries", "write_module", "purge"]
@@ -25,6 +30,27 @@ _SUBDIR = "kernels"
 
 
 _warned_dirs: set = set()
+_unwritable: set = set()  # directories where writing a module failed in this process
+
+
+def _fallback_dir() -> str:
+    if hasattr(os, "getuid"):
+        return os.path.join(tempfile.gettempdir(), f"jittape-{os.getuid()}", _SUBDIR)
+    return os.path.join(tempfile.gettempdir(), "jittape", _SUBDIR)
+
+
+def _give_up(path: str, why) -> str:
+    """The fallback directory instead of ``path``, with one warning per directory."""
+    fallback = _fallback_dir()
+    if path not in _warned_dirs:
+        _warned_dirs.add(path)
+        import warnings
+
+        warnings.warn(f"jittape: the kernel cache directory {os.path.dirname(path)!r} is not "
+                      f"usable ({why}); using {os.path.dirname(fallback)!r} instead (set "
+                      "JITTAPE_CACHE_DIR)", UserWarning, stacklevel=3)
+    os.makedirs(fallback, exist_ok=True)
+    return fallback
 
 
 def cache_dir() -> str:
@@ -35,23 +61,15 @@ def cache_dir() -> str:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "jittape")
     path = os.path.join(root, _SUBDIR)
+    if path in _unwritable:
+        return _give_up(path, "writing failed")
     try:
         os.makedirs(path, exist_ok=True)
         if not os.access(path, os.W_OK | os.X_OK):
             raise PermissionError(f"cannot write to {path}")
         return path
     except OSError as e:
-        fallback = os.path.join(tempfile.gettempdir(), f"jittape-{os.getuid()}", _SUBDIR) \
-            if hasattr(os, "getuid") else os.path.join(tempfile.gettempdir(), "jittape", _SUBDIR)
-        if path not in _warned_dirs:
-            _warned_dirs.add(path)
-            import warnings
-
-            warnings.warn(f"jittape: the kernel cache directory {root!r} is not usable ({e}); "
-                          f"using {os.path.dirname(fallback)!r} instead (set JITTAPE_CACHE_DIR)",
-                          UserWarning, stacklevel=2)
-        os.makedirs(fallback, exist_ok=True)
-        return fallback
+        return _give_up(path, e)
 
 
 def max_bytes() -> int:
@@ -91,6 +109,27 @@ def write_module(source: str) -> tuple[str, str, bool]:
                 pass
             return name, path, True
         purge(name)
+    try:
+        _write(d, path, name, source)
+    except OSError as e:
+        # a directory that looked writable is not (a read-only mount, a full disk, a
+        # permission that os.access did not see): the rest of this process uses the
+        # fallback directory
+        if d == _fallback_dir():
+            raise
+        _unwritable.add(d)
+        d = _give_up(d, e)
+        path = os.path.join(d, name + ".py")
+        if os.path.exists(path) and _intact(path, name):
+            return name, path, True
+        purge(name)
+        _write(d, path, name, source)
+    _enforce_bound(keep=name)
+    return name, path, False
+
+
+def _write(d: str, path: str, name: str, source: str) -> None:
+    """Write atomically: a temporary file, then a rename (a reader sees all or nothing)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=d)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -102,18 +141,19 @@ def write_module(source: str) -> tuple[str, str, bool]:
         except OSError:
             pass
         raise
-    _enforce_bound(keep=name)
-    return name, path, False
 
 
 def purge(name: str) -> None:
     """Delete a module and Numba's compiled code for it."""
     d = cache_dir()
-    for p in (os.path.join(d, name + ".py"),):
-        try:
+    p = os.path.join(d, name + ".py")
+    try:
+        if os.path.isdir(p) and not os.path.islink(p):  # something else under our name
+            shutil.rmtree(p, ignore_errors=True)
+        else:
             os.unlink(p)
-        except OSError:
-            pass
+    except OSError:
+        pass
     pyc = os.path.join(d, "__pycache__")
     if os.path.isdir(pyc):
         for f in os.listdir(pyc):
@@ -132,7 +172,12 @@ def entries() -> list:
     for f in os.listdir(d):
         if f.startswith("jt_") and f.endswith(".py"):
             name = f[:-3]
-            st = os.stat(os.path.join(d, f))
+            try:  # another process may purge it meanwhile; a broken link has no size
+                st = os.stat(os.path.join(d, f))
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
             sizes[name] = sizes.get(name, 0) + st.st_size
             used[name] = st.st_mtime
     pyc = os.path.join(d, "__pycache__")
@@ -152,7 +197,26 @@ def size_bytes() -> int:
     return sum(e[1] for e in entries())
 
 
+_STALE_SECONDS = 3600.0
+
+
+def _sweep_temporaries(d: str) -> None:
+    """Remove temporaries that a process killed while writing left behind."""
+    import time
+
+    now = time.time()
+    for f in os.listdir(d):
+        if f.startswith(".jt_") and f.endswith(".tmp"):
+            p = os.path.join(d, f)
+            try:
+                if now - os.stat(p).st_mtime > _STALE_SECONDS:
+                    os.unlink(p)
+            except OSError:
+                pass
+
+
 def _enforce_bound(keep: str | None = None) -> None:
+    _sweep_temporaries(cache_dir())
     limit = max_bytes()
     items = entries()
     total = sum(e[1] for e in items)

@@ -53,12 +53,39 @@ def composite(name: str):
     return wrap
 
 
-def user_location(skip: int = 1) -> str | None:
-    """``file:line`` of the innermost frame outside jittape and passes."""
+_INSIDE: dict = {}  # code file name -> whether it belongs to jittape or passes
+
+
+def user_frame(skip: int = 1) -> tuple | None:
+    """``(file, line)`` of the innermost frame outside jittape and passes, or None.
+
+    Cheap (one dict lookup per frame), so that a tape can note the user's line of
+    every op it sees; format it with :func:`format_loc`.
+    """
     f = sys._getframe(skip)
+    inside = _INSIDE
     while f is not None:
-        fn = os.path.abspath(f.f_code.co_filename)
-        if not fn.startswith(_PKG_DIRS):
-            return f"{f.f_code.co_filename}:{f.f_lineno}"
+        name = f.f_code.co_filename
+        hit = inside.get(name)
+        if hit is None:
+            hit = inside[name] = os.path.abspath(name).startswith(_PKG_DIRS)
+        if not hit:
+            return (name, f.f_lineno)
         f = f.f_back
     return None
+
+
+def format_loc(loc) -> str | None:
+    """``file:line`` from :func:`user_frame`'s pair."""
+    return None if loc is None else f"{loc[0]}:{loc[1]}"
+
+
+def user_location(skip: int = 1) -> str | None:
+    """``file:line`` of the innermost frame outside jittape and passes."""
+    return format_loc(user_frame(skip + 1))
+
+
+def at(loc) -> str:
+    """`` (at file:line)`` for a message, or nothing when the line is unknown."""
+    loc = format_loc(loc) if isinstance(loc, tuple) else loc
+    return f" (at {loc})" if loc else ""

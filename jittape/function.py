@@ -36,11 +36,14 @@ import weakref
 import numpy as np
 
 from . import _state, backends, nest
+from . import profiler as _profiler
+from . import config as _config
 from .config import _flags
 from .dtypes import as_dtype
 from .errors import InvalidArgumentError, user_location
 from .ir import Type, dtype_name, print_graph
 from .tensor import Tensor, Tracer, Variable, convert_to_tensor
+from .tensor import _config as _tensor_config
 
 __all__ = ["function", "Function", "TensorSpec", "CacheInfo"]
 
@@ -428,6 +431,7 @@ class ConcreteFunction:
         self.diff: list = []  # what changed from the closest earlier signature
         self.call_number = 0
         self.ready = False
+        self.refill = False  # traced again after the trace cache's bound dropped it
         self._source: dict = {}
         self.created: list = []
         self.draws: list = []
@@ -445,6 +449,12 @@ class ConcreteFunction:
                 for kind, x in self.feed_plan]
 
     def run(self, leaves):
+        if _profiler.ACTIVE:
+            with _profiler.span(f"function {self.name}", "function"):
+                return self._run(leaves)
+        return self._run(leaves)
+
+    def _run(self, leaves):
         arrays = self._arrays(leaves)
         prog = self.program
         if prog is not None and prog.ready and prog.fallback is None:
@@ -539,12 +549,17 @@ class ConcreteFunction:
 
 
 class CacheInfo(collections.namedtuple(
-        "CacheInfo", "traces hits misses kernels compiled reused compile_seconds signatures")):
+        "CacheInfo",
+        "traces hits misses kernels compiled reused compile_seconds signatures evicted",
+        defaults=(0,))):
     """``traces``: times the Python function was traced; ``hits``/``misses``: calls that
     found / did not find a trace for their signature; ``kernels``: kernels in the
     compiled programs; ``compiled``: programs Numba compiled; ``reused``: programs whose
     generated source was compiled already (in memory or on disk); ``compile_seconds``:
-    tracing, passes, code generation and compilation; ``signatures``: traces kept."""
+    tracing, passes, code generation and compilation; ``signatures``: traces kept (at
+    most ``jt.config.cache_limits()["traces"]``); ``evicted``: traces the bound dropped,
+    least recently used first. ``kernels``, ``compiled``, ``reused`` and
+    ``compile_seconds`` count the traces kept."""
 
 
 # ---------------------------------------------------------------------------
@@ -559,6 +574,15 @@ _RETRACE_HINT = (
     "float, say) instead of tensors."
 )
 _wrapped_count: dict = collections.Counter()  # code object -> Functions made from it
+_live_functions: "weakref.WeakSet" = weakref.WeakSet()  # trimmed when the bound is lowered
+
+
+def _trim_functions() -> None:
+    for f in list(_live_functions):
+        f._trim()
+
+
+_config.on_cache_limit_change("traces", _trim_functions)
 
 
 class Function:
@@ -587,7 +611,12 @@ class Function:
         self.input_signature = input_signature
         self._reduce_retracing = bool(reduce_retracing)
         self._backend = None if backend is None else backends.check_backend(backend)
-        self._cache: dict = {}
+        # signature key -> ConcreteFunction, most recently used last; at most
+        # jt.config.cache_limits()["traces"] of them
+        self._cache: collections.OrderedDict = collections.OrderedDict()
+        self._evicted: collections.OrderedDict = collections.OrderedDict()  # keys dropped
+        self._n_evicted = 0
+        _live_functions.add(self)
         self._lock = threading.RLock()
         self._traces = 0
         self._hits = 0
@@ -645,7 +674,8 @@ class Function:
         backend = self._backend or backends._current[0]
         leaves: list = []
         try:
-            key = (backend, _key(args, leaves), _key(kwargs, leaves) if kwargs else None)
+            key = (backend, _key(args, leaves), _key(kwargs, leaves) if kwargs else None,
+                   _tensor_config["check_numerics"])
         except _SymbolicArg:
             return self._fn(*args, **kwargs)
         cf = self._cache.get(key)
@@ -656,13 +686,20 @@ class Function:
                 if cf is None:
                     cf = self._trace(key, backend, args, kwargs)
                     traced = True
+        else:
+            try:
+                self._cache.move_to_end(key)  # recently used: the bound keeps it
+            except KeyError:  # another thread's trace dropped it just now
+                pass
         self._calls += 1
         if traced:
             self._misses += 1
         else:
             self._hits += 1
-        self._recent.append(traced)
-        if traced:
+        # tracing again a signature that the cache's bound dropped is not a retrace
+        # the user caused: it does not count towards the retrace warning
+        self._recent.append(traced and not cf.refill)
+        if traced and not cf.refill:
             self._maybe_warn(cf)
         return cf.run(leaves)
 
@@ -691,9 +728,17 @@ class Function:
                         f"jt.function {self._name!r}: argument {path} does not fit {spec}: {e}"
                     ) from None
                 if not spec.is_compatible_with(t):
+                    have, want = list(t.shape), spec.shape
+                    hint = (f" (rank {len(have)}, the signature's is rank {len(want)}): pass a "
+                            f"rank-{len(want)} tensor (e.g. reshape it with jt.reshape) or "
+                            "change the input_signature" if len(have) != len(want) else
+                            ": pass a tensor of that shape, or give the signature None for "
+                            "the dimensions that vary")
+                    loc = user_location()
                     raise TypeError(
                         f"jt.function {self._name!r}: argument {path} of shape "
-                        f"{list(t.shape)} does not fit the input_signature's {spec}")
+                        f"{have} does not fit the input_signature's {spec}{hint}"
+                        + (f" (at {loc})" if loc else ""))
                 return t
             if isinstance(spec, dict) and isinstance(a, dict) and set(spec) == set(a):
                 return {k: fit(spec[k], a[k], f"{path}[{k!r}]") for k in spec}
@@ -712,9 +757,14 @@ class Function:
         t0 = time.perf_counter()
         first = self._traces == 0
         described = _describe_leaves(args, kwargs, self._params)
+        refill = self._evicted.pop(key, None) is not None
         if first:
             cause = "first call"
             diff: list = []
+        elif refill:
+            cause = ("traced before; the trace cache's bound dropped it (jt.config."
+                     f"set_cache_limits(traces=...), now {_config.cache_limit('traces')})")
+            diff = []
         else:
             prev = min(reversed(self._history), key=lambda d: len(_diff(d, described)))
             diff = _diff(prev, described) or [f"backend {backend!r}"]
@@ -724,6 +774,7 @@ class Function:
             _log("retrace", f"{self._name}: {cause}")
         cf = ConcreteFunction(self._name, backend, key, self._params)
         cf.cause = cause
+        cf.refill = refill
         cf.diff = diff
         cf.call_number = self._calls + 1
         tracer = FunctionTracer(self._name)
@@ -738,7 +789,16 @@ class Function:
         sym_args = _symbolize(args, make)
         sym_kwargs = _symbolize(kwargs, make)
         with tracer:
-            result = self._fn(*sym_args, **sym_kwargs)
+            try:
+                result = self._fn(*sym_args, **sym_kwargs)
+            except InvalidArgumentError as e:
+                if not first:  # it traced fine before: say what changed since
+                    e.args = (f"{e.args[0] if e.args else ''} [while tracing {self._name!r} "
+                              f"again for a new call signature ({'; '.join(diff)}): check "
+                              "that argument's rank and shape, or declare them with "
+                              "input_signature=[jt.TensorSpec(...)] to be told at the call]",
+                              ) + e.args[1:]
+                raise
             out_ids, out_plan = [], []
             flat = nest.flatten(result)
             for leaf in flat:
@@ -809,7 +869,20 @@ class Function:
         self._traces += 1
         self._history.append(described)
         self._cache[key] = cf
+        self._trim()
         return cf
+
+    def _trim(self) -> None:
+        """Drop the least recently used traces beyond the bound (their compiled programs
+        stay in the backend's own bounded cache). Remembers the dropped keys, so that
+        tracing one again is not taken for a retrace."""
+        with self._lock:
+            limit = _config.cache_limit("traces")
+            for key, _ in _config.evict(self._cache, "traces"):
+                self._evicted[key] = True
+                self._n_evicted += 1
+            _config.evict(self._evicted, "traces")
+            del self._history[:-limit]
 
     def _maybe_warn(self, cf):
         n = sum(self._recent)
@@ -844,7 +917,7 @@ class Function:
             if cf.program is not None and cf.program.ready:
                 seconds += cf.program.compile_seconds
         return CacheInfo(self._traces, self._hits, self._misses, kernels, compiled, reused,
-                         seconds, len(cfs))
+                         seconds, len(cfs), self._n_evicted)
 
     def wait(self, timeout=None) -> bool:
         """Wait until every trace's background compile is done (see
@@ -858,7 +931,8 @@ class Function:
             args = self._fit_signature(args, kwargs)
         backend = self._backend or backends._current[0]
         leaves: list = []
-        key = (backend, _key(args, leaves), _key(kwargs, leaves) if kwargs else None)
+        key = (backend, _key(args, leaves), _key(kwargs, leaves) if kwargs else None,
+               _tensor_config["check_numerics"])
         with self._lock:
             cf = self._cache.get(key)
             if cf is None:

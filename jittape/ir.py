@@ -256,7 +256,7 @@ class Node:
     outputs: tuple
     attrs: tuple  # freeze_attrs(...) form
     types: tuple  # one Type per output
-    loc: str | None = None  # user file:line that created it, when known
+    loc: str | tuple | None = None  # user "file:line" (or (file, line) from a tape), if known
 
     @property
     def output(self) -> int:
@@ -485,7 +485,8 @@ def print_graph(g: Graph, show_loc: bool = False) -> str:
         tys = ", ".join(str(t) for t in n.types)
         line = f"{lhs:<36} : {tys}"
         if show_loc and n.loc:
-            line += f"    # {n.loc}"
+            loc = n.loc if isinstance(n.loc, str) else f"{n.loc[0]}:{n.loc[1]}"
+            line += f"    # {loc}"
         lines.append(line)
         sub = [v for _, v in n.attrs if isinstance(v, Graph)]
         for s in sub:  # a fused kernel's body, indented under its node

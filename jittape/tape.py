@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _state, backends, nest
 from .autodiff import _input_key, backward, backward_graph, recorded_key
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, at, format_loc, user_frame
 from passes.verify import verify
 
 from .ir import Node, Opaque, OpDef, freeze_attrs
@@ -60,6 +60,10 @@ class GradientTape:
         self._recording = False
         self._released = False
         self._warned_inside = False
+        # what explains a None gradient after the trace is gone (ints, strings, no arrays)
+        self._used = None  # debugging.UsedTape: which call freed the trace, and its Nones
+        self._dropped: frozenset = frozenset()  # ids that were on the tape before reset()
+        self._reset_loc = None
         self._clear()
         self._watched_vars: dict = {}  # creation order -> Variable
 
@@ -72,6 +76,18 @@ class GradientTape:
         self._nodes: list = []
         self._values: dict = {}  # value id -> the recorded (snapshot) tensor
         self._on_tape: set = set()
+        # For explaining gradients (jt.debugging.explain_gradient; a node's Node.loc
+        # is its user line), no arrays:
+        # ops run while recording that the trace lacks: (why, op name, input ids,
+        # output ids, output types, (file, line)); why is "cut" (stop_gradient of a
+        # recorded value), "int" (a recorded float value made into a non-float one) or
+        # "off" (no recorded float input)
+        self._others: list = []
+        self._escapes: list = []  # (value id, how, (file, line)): .numpy() & co on it
+        self._unwatched_reads: dict = {}  # read value id -> (variable id, name, line): unwatched
+        self._watch_locs: dict = {}  # value id -> ((file, line), len(_nodes) at watch)
+        self._spans: list = []  # [first id, first id after] of each recording stretch
+        self._entered = None  # (file, line) of the first `with tape:`
 
     # -- context -----------------------------------------------------------
     def __enter__(self):
@@ -90,6 +106,9 @@ class GradientTape:
     def _push(self):
         _state.local.tapes.append(self)
         self._recording = True
+        self._spans.append([_state.new_id(), None])  # later values have larger ids
+        if self._entered is None:
+            self._entered = user_frame(2)
 
     def _pop(self):
         tapes = _state.local.tapes
@@ -98,6 +117,8 @@ class GradientTape:
                 del tapes[k]
                 break
         self._recording = False
+        if self._spans and self._spans[-1][1] is None:
+            self._spans[-1][1] = _state.new_id()
 
     @contextlib.contextmanager
     def stop_recording(self):
@@ -117,30 +138,50 @@ class GradientTape:
     def reset(self):
         """Drop everything recorded so far (only while recording)."""
         if not self._recording:
-            raise ValueError("Tape is not recording.")
+            raise ValueError(
+                "Tape is not recording. reset() drops what the tape recorded so far and "
+                "works only inside its `with tape:` block; outside it, use a new "
+                "GradientTape" + at(user_frame(2)))
+        dropped = set(self._on_tape)
+        dropped.update(o for n in self._nodes for o in n.outputs)
+        entered = self._entered
         self._clear()
+        self._dropped = frozenset(dropped)
+        self._reset_loc = user_frame(2)
+        self._entered = entered
+        self._spans = [[_state.new_id(), None]]
         self._watched_vars = {}
         self._released = False
+        self._used = None
 
     # -- watching ----------------------------------------------------------
     def watch(self, tensor):
         """Record ops on ``tensor`` (a tensor, variable, or nested structure of them)."""
+        loc = None
         for t in nest.flatten(tensor):
+            if loc is None:
+                loc = user_frame(2)
+            if isinstance(t, (Variable, Tensor)):
+                self._watch_locs[t._id] = (loc, len(self._nodes))
             if isinstance(t, Variable):
                 self._on_tape.add(t._id)
                 self._watched_vars[t._uid] = t
                 continue
             if not isinstance(t, Tensor):
+                shape = f" of shape {list(np.shape(t))}" if isinstance(t, np.ndarray) else ""
                 raise ValueError(
-                    f"Passed in object of type {_type_name(t)!r}, not jt.Tensor or "
-                    "jt.Variable. Wrap numpy arrays and Python numbers in jt.constant(...) "
-                    "before watching them."
+                    f"watch: passed in object of type {_type_name(t)!r}{shape}, not jt.Tensor "
+                    "or jt.Variable. Wrap numpy arrays and Python numbers in jt.constant(...) "
+                    "and watch that tensor (then compute with it, not with the array)"
+                    + at(loc)
                 )
             if not t._type.is_float and _warned["int_watch"] < 5:
                 _warned["int_watch"] += 1
                 warnings.warn(
                     "The dtype of the watched tensor must be floating (e.g. float32), "
-                    f"got {t._type.dtype}",
+                    f"got {t._type.dtype} (shape {list(t._type.shape)}): gradients with "
+                    "respect to it will be None. Watch a float tensor instead, e.g. "
+                    "x = jt.cast(x, jt.float32) before tape.watch(x)" + at(loc),
                     UserWarning,
                     stacklevel=2,
                 )
@@ -154,6 +195,7 @@ class GradientTape:
     def _on_variable_read(self, v: Variable, t: Tensor):
         explicit = v._id in self._on_tape
         if not (explicit or (self._watch_accessed and v.trainable)):
+            self._unwatched_reads[t._id] = (v._id, v.name, user_frame(2))
             return
         if not explicit:
             self._watched_vars[v._uid] = v
@@ -164,16 +206,30 @@ class GradientTape:
 
     def _record(self, op: OpDef, attrs: dict, ins, outs):
         on = self._on_tape
-        if op.extra.get("cut"):
-            return
         for t in ins:
             if t._id in on and t._type.is_float:
                 break
         else:
+            self._other("off", op, ins, outs)
+            return
+        if op.extra.get("cut"):
+            self._other("cut", op, ins, outs)
             return
         if not any(o._type.is_float for o in outs):
+            self._other("int", op, ins, outs)
             return
         self._add(op, tuple(attrs.items()), [t._id for t in ins], outs, ins)
+
+    def _other(self, why, op, ins, outs):
+        """Note an op the trace does not record (ids, types and the line: no values)."""
+        self._others.append((why, op.name, tuple(t._id for t in ins),
+                             tuple(o._id for o in outs), tuple(o._type for o in outs),
+                             user_frame(2)))
+
+    def _on_escape(self, t, how):
+        """A recorded value left jittape (``.numpy()``, ``np.asarray``, ``float()``)."""
+        if t._id in self._on_tape:
+            self._escapes.append((t._id, how, user_frame(2)))
 
     def _add(self, op, attrs, in_ids, outs, ins):
         if not op.pure:
@@ -181,7 +237,8 @@ class GradientTape:
         types = tuple(o._type for o in outs)
         out_ids = tuple(o._id for o in outs)
         in_ids = tuple(in_ids)
-        self._nodes.append(Node(op, in_ids, out_ids, attrs, types))
+        loc = user_frame(2)
+        self._nodes.append(Node(op, in_ids, out_ids, attrs, types, loc))  # loc: (file, line)
         canon = self._canon
         for v in in_ids:
             if v not in canon:
@@ -200,9 +257,16 @@ class GradientTape:
                 self._on_tape.add(o._id)
 
     # -- gradients -----------------------------------------------------------
-    def _check_usable(self):
+    def _check_usable(self, what="gradient"):
         if self._released:
-            raise RuntimeError(_RELEASED)
+            used = self._used
+            first = (f" (the first was {used.call} at {format_loc(used.loc)})"
+                     if used is not None and used.loc else "")
+            raise RuntimeError(
+                f"{_RELEASED}{first}. This {what}() call needs a tape that keeps its "
+                "trace: create it with jt.GradientTape(persistent=True) (and `del tape` "
+                "when done), or record the computation again under a new tape"
+                + at(user_frame(3)))
 
     def _prepare(self):
         """Stop a non-persistent tape that is still recording; warn for a persistent one."""
@@ -222,9 +286,15 @@ class GradientTape:
                     stacklevel=3,
                 )
 
-    def _release(self):
+    def _release(self, call="gradient", used=None):
         if not self._persistent:
+            if used is None:
+                from .debugging import UsedTape
+
+                used = UsedTape(call, user_frame(3))
             self._clear()
+            self._dropped = frozenset()
+            self._used = used
             self._released = True
 
     def gradient(
@@ -240,7 +310,7 @@ class GradientTape:
         ``output_gradients`` weights each target. Sources the target does not
         depend on give ``None`` (zeros with ``unconnected_gradients="zero"``).
         """
-        self._check_usable()
+        self._check_usable("gradient")
         if target is None:
             raise TypeError("Argument `target` should be a list or nested structure of Tensors, "
                             "Variables or CompositeTensors to be differentiated, but received "
@@ -258,17 +328,46 @@ class GradientTape:
                 )
             seeds = [None if s is None else _seed(s, t) for s, t in zip(og, targets)]
         flat_sources = nest.flatten(sources)
-        ids = [_source_id(s) for s in flat_sources]
+        ids = self._watched([_source_id(s, k) for k, s in enumerate(flat_sources)], targets)
+        if self._dropped:
+            self._warn_dropped(targets)
+        used = None
         try:
             grads = self._compute(targets, seeds, ids)
+            if not self._persistent or any(g is None for g in grads):
+                # say why a gradient is None now: a non-persistent tape is about to free
+                # its trace (and JITTAPE_EXPLAIN_NONE=1 logs it)
+                from .debugging import _after_gradient
+
+                used = _after_gradient(self, targets, flat_sources, grads)
         finally:
-            self._release()
+            self._release("gradient", used)
         out = []
         for s, g in zip(flat_sources, grads):
             if g is None and unconnected is UnconnectedGradients.ZERO:
                 g = E.zeros(s.shape, s.dtype)
             out.append(g)
         return nest.pack_sequence_as(sources, out)
+
+    def _watched(self, ids, targets):
+        """None for a source this tape does not watch (an unwatched constant read by a
+        recorded op has no gradient, as in TF), unless it is a target itself."""
+        on = self._on_tape
+        tids = {t._id for t in targets}
+        return [i if i is None or i in on or i in tids else None for i in ids]
+
+    def _warn_dropped(self, targets):
+        for t in targets:
+            if t._id in self._dropped and t._id not in self._on_tape:
+                warnings.warn(
+                    f"GradientTape.gradient: the target (shape {list(t._type.shape)}) was "
+                    "recorded before tape.reset() at "
+                    f"{format_loc(self._reset_loc)}, which dropped it: its gradients are "
+                    "None. Compute the target again after reset()",
+                    UserWarning,
+                    stacklevel=3,
+                )
+                return
 
     def _eager_mode(self, targets) -> bool:
         # another tape (or this persistent one) is recording: run VJPs as ops it records
@@ -319,12 +418,12 @@ class GradientTape:
         experimental_use_pfor=True,
     ):
         """d target / d source for every element: shape ``target.shape + source.shape``."""
-        self._check_usable()
+        self._check_usable("jacobian")
         unconnected = _unconnected(unconnected_gradients)
         self._prepare()
         t = _as_target(target)
         flat_sources = nest.flatten(sources)
-        ids = [_source_id(s) for s in flat_sources]
+        ids = self._watched([_source_id(s) for s in flat_sources], [t])
         n = int(np.prod(t._type.shape))
         try:
             if n == 0:  # an empty target: an empty jacobian, nothing to differentiate
@@ -333,7 +432,7 @@ class GradientTape:
             else:
                 rows = self._rows(t, n, ids, lambda j: _unit(t._type, j))
         finally:
-            self._release()
+            self._release("jacobian")
         out = []
         for s, col in zip(flat_sources, rows):
             shape = tuple(t._type.shape) + tuple(s.shape)
@@ -354,7 +453,7 @@ class GradientTape:
     ):
         """Per-example jacobian: ``[b, y...] x [b, x...] -> [b, y..., x...]``, assuming
         example i of the target depends only on example i of the source."""
-        self._check_usable()
+        self._check_usable("batch_jacobian")
         _unconnected(unconnected_gradients)
         t = _as_target(target)
         ts, ss = tuple(t._type.shape), tuple(source.shape)
@@ -371,7 +470,7 @@ class GradientTape:
             )
         self._prepare()
         b, ny = ts[0], int(np.prod(ts[1:]))
-        ids = [_source_id(source)]
+        ids = self._watched([_source_id(source)], [t])
 
         def seed(j):
             s = np.zeros((b, ny), t._type.dtype)
@@ -381,7 +480,7 @@ class GradientTape:
         try:
             (col,) = self._rows(t, ny, ids, seed, stack_axis=1) if ny and b else (None,)
         finally:
-            self._release()
+            self._release("batch_jacobian")
         shape = ts + ss[1:]
         if col is None:  # batch_jacobian gives zeros even with "none", as TF does
             return E.zeros(shape, source.dtype)
@@ -469,22 +568,28 @@ def _seed(s, t: Tensor):
         ) from None
 
 
-def _source_id(s):
+def _source_id(s, k=0):
     """The value id of a gradient source, or None for an integer one (which warns)."""
     if isinstance(s, (Tensor, Variable)):
         if not s.dtype.is_floating:
             warnings.warn(
                 "The dtype of the source tensor must be floating (e.g. jt.float32) when "
-                f"calling GradientTape.gradient, got {s.dtype.name}",
+                f"calling GradientTape.gradient, got {s.dtype.name}: its gradient is None. "
+                "Differentiate with respect to a float tensor (cast before the computation "
+                "and watch the float tensor)",
                 UserWarning,
                 stacklevel=4,
             )
             return None
         return s._id
+    what = _type_name(s)
+    if isinstance(s, (np.ndarray, np.generic)):
+        what += f" of shape {list(np.shape(s))} and dtype {np.asarray(s).dtype.name}"
     raise TypeError(
-        f"gradient sources must be jt.Tensor or jt.Variable, got {_type_name(s)}; to "
-        "differentiate with respect to a value, wrap it with jt.constant(...) and "
-        "tape.watch() it before computing the target"
+        f"gradient: source {k} is a {what}, not a jt.Tensor or jt.Variable. A gradient "
+        "is defined only for a tensor the tape saw used: make it x = jt.constant(value) "
+        "(or a jt.Variable), tape.watch(x) inside the `with tape:` block, compute the "
+        "target from x, then call tape.gradient(target, x)" + at(user_frame(3))
     )
 
 

@@ -242,16 +242,23 @@ class Tensor(_Operators):
         """A copy of the value as a numpy array (a 0-d array for scalars, as TF gives a
         numpy scalar)."""
         v = self._concrete("numpy()")
+        if _state.local.tapes:
+            _escaped(self, ".numpy()")
         return v.copy() if v.ndim else v[()]
 
     def __array__(self, dtype=None, copy=None):
         v = self._concrete("np.asarray(tensor)")
+        if _state.local.tapes:
+            _escaped(self, "numpy (np.asarray or an np.* function)")
         if copy:
             v = v.copy()
         return v if dtype is None else v.astype(dtype, copy=False)
 
     def __float__(self):
-        return float(self._concrete("float()"))
+        v = self._concrete("float()")
+        if _state.local.tapes:
+            _escaped(self, "float()")
+        return float(v)
 
     def __int__(self):
         return int(self._concrete("int()"))
@@ -278,6 +285,13 @@ class Tensor(_Operators):
         return f"<jt.Tensor: shape={self.shape}, dtype={self.dtype.name}, numpy={body}>"
 
     __str__ = __repr__
+
+
+def _escaped(t, how):
+    """Tell the recording tapes that a value left jittape as a numpy array or number:
+    what is computed from it later has no history (see jt.debugging.explain_gradient)."""
+    for tape in _state.local.tapes:
+        tape._on_escape(t, how)
 
 
 # ---------------------------------------------------------------------------
@@ -361,6 +375,8 @@ class Variable(_Operators):
 
     def numpy(self) -> np.ndarray:
         v = self._concrete("numpy()")
+        if _state.local.tapes:
+            _escaped(self, ".numpy()")
         return v.copy() if v.ndim else v[()]
 
     def __array__(self, dtype=None, copy=None):
@@ -669,7 +685,32 @@ def apply(op: OpDef, *args, **attrs):
     if _state.local.tapes:
         for tape in _state.local.tapes:
             tape._record(op, frozen, ins, outs)
+    if (_config["check_numerics"] and tracer is not None and op.name != "check_numerics"
+            and getattr(tracer, "traces_function", False) and not _state.local.grad_of):
+        # a traced function's forward op: the check goes into the graph, right after it
+        outs = [_traced_check(op, t) if t._type.is_float else t for t in outs]
     return tuple(outs) if op.nout > 1 else outs[0]
+
+
+def _phase() -> str:
+    """Where an op runs, for numerics messages: the forward pass, or the backward pass
+    inside the VJP rule of a recorded op (named with its line)."""
+    from .errors import at
+
+    grad_of = _state.local.grad_of
+    if not grad_of:
+        return "in the forward pass"
+    n = grad_of[-1]
+    return f"in the backward pass, in the gradient of {n.op.name}{at(n.loc)}"
+
+
+def _traced_check(op, t):
+    from .ops.debugging import check_numerics_op
+
+    loc = user_location(3)
+    where = f" (at {loc})" if loc else ""
+    return apply(check_numerics_op, t, auto=True,
+                 message=f"check_numerics: op {op.name} {_phase()}{where}")
 
 
 def _check_outputs(op, outs):
@@ -679,7 +720,7 @@ def _check_outputs(op, outs):
             if not np.isfinite(v).all():
                 kind = _nan_inf(v)
                 raise InvalidArgumentError(
-                    f"check_numerics: op {op.name} produced {kind} values "
+                    f"check_numerics: op {op.name} produced {kind} values {_phase()} "
                     f"[output {t._type}]"
                 )
 

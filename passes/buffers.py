@@ -19,6 +19,11 @@ from jittape.ir import Graph, GraphError
 from .core import graph_pass
 from .fusion import FUSED, VIEW_OPS
 
+# ops whose result lives in its input's storage: the views, and basic slicing, which the
+# backends keep as a numpy view of the sliced array (a slot reused while the slice is
+# still read would change it)
+ALIASING_OPS = VIEW_OPS | {"strided_slice"}
+
 
 @dataclass(frozen=True)
 class BufferPlan:
@@ -46,7 +51,7 @@ def _roots(graph: Graph) -> dict:
     """value -> the value whose storage it lives in (itself, or what a view views)."""
     root = {v: v for v in graph.inputs}
     for n in graph.nodes:
-        if n.op.name in VIEW_OPS and n.inputs:
+        if n.op.name in ALIASING_OPS and n.inputs:
             root[n.outputs[0]] = root[n.inputs[0]]
         else:
             for o in n.outputs:
@@ -79,7 +84,7 @@ def _liveness(graph: Graph):
 
 def _pooled(n, o, t, pinned) -> bool:
     return (
-        n.op.name not in VIEW_OPS and n.op.name != "const" and not n.op.effect
+        n.op.name not in ALIASING_OPS and n.op.name != "const" and not n.op.effect
         and o not in pinned and t.size is not None
     )
 

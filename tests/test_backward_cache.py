@@ -68,7 +68,7 @@ def test_custom_gradient_is_never_served_from_the_cache():
 
 
 def test_cache_is_bounded():
-    assert len(autodiff._PLANS) <= autodiff.PLAN_CACHE_SIZE
+    assert len(autodiff._PLANS) <= jt.config.cache_limits()["plans"]
 
 
 def test_backward_graph_computes_only_what_sources_need():

@@ -125,7 +125,7 @@ def test_a_truncated_module_is_rebuilt(warm_dir, tmp_path):
     with open(path, "w") as f:
         f.write(text[: len(text) // 2])  # half-written
     res = _run_process(d)
-    assert res["err"] < 1e-3
+    assert res["err"] < 1e-3 and not res["warnings"]
     assert res["stats"]["compiled"] == 1  # rebuilt, not loaded
     assert open(path).read() == text
 
@@ -170,6 +170,145 @@ def test_identical_content_is_not_rewritten(tmp_path, monkeypatch):
         f.write("x = 2\n")  # someone else's content under this name
     assert jcache.write_module("x = 1\n")[2] is False
     assert open(path).read() == "x = 1\n"
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def test_a_corrupted_module_is_rebuilt_not_run(warm_dir, tmp_path):
+    """A module changed in place, still valid Python of the same size and date, computing
+    something else: its content no longer hashes to its name, so it is written again and
+    compiled afresh (Numba's index, which goes by size and date, would have served it)."""
+    d = _copy_cache(warm_dir, tmp_path / "c")
+    (mod,) = [f for f in os.listdir(_kernel_dir(d)) if f.endswith(".py")]
+    path = os.path.join(_kernel_dir(d), mod)
+    text = _read(path)
+    st = os.stat(path)
+    bad = text.replace(" + ", " - ", 1)
+    assert bad != text and len(bad) == len(text)
+    with open(path, "w") as f:
+        f.write(bad)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    res = _run_process(d)
+    assert res["err"] < 1e-3 and not res["warnings"]
+    assert res["stats"]["compiled"] == 1
+    assert _read(path) == text
+
+
+def _junk(d, name_hex="0123456789abcdef01234567"):
+    """Files a cache directory may hold that jittape did not write (or did not finish):
+    names like a module's, undecodable bytes, a directory, a dangling link, temporaries
+    of a killed writer (one stale, one fresh), Numba files of no module. Returns the
+    paths that must survive (what is not jittape's to delete, or may still be in use)."""
+    import time
+
+    os.makedirs(os.path.join(d, "__pycache__"), exist_ok=True)
+    with open(os.path.join(d, f"jt_{name_hex}.py"), "wb") as f:
+        f.write(b"\xff\xfe\x00 not a module \x80" * 64)
+    os.makedirs(os.path.join(d, "jt_fedcba9876543210fedcba98.py"))
+    os.symlink(os.path.join(d, "nowhere"), os.path.join(d, "jt_00000000000000000000dead.py"))
+    stale = os.path.join(d, f".jt_{name_hex}.k2j4h5.tmp")
+    fresh = os.path.join(d, f".jt_{name_hex}.z9y8x7.tmp")
+    for p in (stale, fresh):
+        with open(p, "w") as f:
+            f.write("x = ")
+    old = time.time() - 2 * jcache._STALE_SECONDS
+    os.utime(stale, (old, old))
+    with open(os.path.join(d, "__pycache__", "jt_bad.entry-12.py312.nbi"), "wb") as f:
+        f.write(os.urandom(64))
+    with open(os.path.join(d, "notes.txt"), "w") as f:
+        f.write("kept by someone\n")
+    return {"stale": stale, "keep": [fresh, os.path.join(d, "notes.txt")]}
+
+
+def test_foreign_files_in_the_cache_directory_break_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITTAPE_CACHE_DIR", str(tmp_path))
+    d = jcache.cache_dir()
+    junk = _junk(d)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert {e[0] for e in jcache.entries()} == {"jt_0123456789abcdef01234567"}
+        name, path, existed = jcache.write_module("y = 2\n")
+        assert not existed and _read(path) == "y = 2\n"
+        assert not os.path.exists(junk["stale"])  # a killed writer's leftover
+        assert all(os.path.exists(p) for p in junk["keep"])
+        # a bound that holds one module drops the other jt_ file, keeps the new one
+        monkeypatch.setenv("JITTAPE_CACHE_MAX_MB", str(8 / 2**20))
+        name2, path2, _ = jcache.write_module("z = 3\n")
+        assert [e[0] for e in jcache.entries()] == [name2]
+        # a directory standing where a module belongs is replaced by the module
+        blocker = os.path.join(d, jcache.module_name("w = 4\n") + ".py")
+        os.makedirs(os.path.join(blocker, "inner"))
+        assert jcache.write_module("w = 4\n")[1] == blocker and _read(blocker) == "w = 4\n"
+
+
+def test_foreign_files_beside_a_warm_entry_leave_it_warm(warm_dir, tmp_path):
+    d = _copy_cache(warm_dir, tmp_path / "c")
+    _junk(_kernel_dir(d))
+    res = _run_process(d)
+    assert res["err"] < 1e-3 and not res["warnings"]
+    assert res["stats"]["compiled"] == 0 and res["stats"]["disk_hits"] == 1
+
+
+def _new_shape_of_a_compiled_graph(n):
+    """A graph whose module this process has imported and compiled already (only the
+    size is new): running it writes the module to the cache directory, compiles
+    nothing, and is cheap."""
+    gb = GraphBuilder("readonly_probe")
+    x = gb.add_input(Type((n,), "float64"))
+    (y,) = gb.add_node(jt.ops.elementwise.exp_op, [x])
+    (z,) = gb.add_node(jt.ops.elementwise.tanh_op, [y])
+    return gb.build([z])
+
+
+def test_a_read_only_cache_directory_falls_back_with_one_warning(tmp_path, monkeypatch):
+    import errno
+    import tempfile
+
+    ro = tmp_path / "ro"
+    kernels = ro / "kernels"
+    kernels.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # the fallback's parent
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(jcache, "_unwritable", set())
+    monkeypatch.setattr(jcache, "_warned_dirs", set())
+    x = np.linspace(-1.0, 1.0, 7)
+    cpu.run_arrays(_new_shape_of_a_compiled_graph(5), [x[:5]])  # compiled once, before
+    os.chmod(kernels, 0o555)
+    try:
+        probe = kernels / "probe"
+        try:
+            probe.write_text("")
+            probe.unlink()
+            privileged = True  # root: the mode does not stop writes
+        except PermissionError:
+            privileged = False
+        if privileged:
+            # make the directory refuse writes as a read-only mount would
+            real = tempfile.mkstemp
+
+            def refuse(*args, dir=None, **kwargs):
+                if dir is not None and os.path.realpath(dir) == os.path.realpath(kernels):
+                    raise PermissionError(errno.EROFS, "Read-only file system", dir)
+                return real(*args, dir=dir, **kwargs)
+
+            monkeypatch.setattr(tempfile, "mkstemp", refuse)
+        monkeypatch.setenv("JITTAPE_CACHE_DIR", str(ro))
+        with pytest.warns(UserWarning, match="not usable") as caught:
+            (got,) = cpu.run_arrays(_new_shape_of_a_compiled_graph(7), [x])
+            (again,) = cpu.run_arrays(_new_shape_of_a_compiled_graph(6), [x[:6]])
+        assert len([w for w in caught if "not usable" in str(w.message)]) == 1
+        assert not [w for w in caught if issubclass(w.category, cpu.CompileWarning)]
+        np.testing.assert_allclose(got, np.tanh(np.exp(x)), rtol=1e-12)
+        np.testing.assert_allclose(again, np.tanh(np.exp(x[:6])), rtol=1e-12)
+        assert os.listdir(kernels) == []
+        fallback = jcache.cache_dir()
+        assert fallback.startswith(str(tmp_path / "tmp"))
+        assert [f for f in os.listdir(fallback) if f.endswith(".py")]
+    finally:
+        os.chmod(kernels, 0o755)
 
 
 # ---------------------------------------------------------------------------
@@ -325,6 +464,9 @@ def test_two_processes_compiling_the_same_graph_at_once(tmp_path):
         assert p.returncode == 0, err
         res = json.loads(out.strip().splitlines()[-1])
         assert res["err"] < 1e-3 and not res["warnings"]
+        # each got its program once: compiled itself, or loaded what the other wrote
+        assert res["stats"]["compiled"] + res["stats"]["disk_hits"] == 1
+        assert res["stats"]["fallbacks"] == 0
     third = _run_process(tmp_path)  # what they left behind serves a third process
     assert third["stats"]["compiled"] == 0 and third["err"] < 1e-3
 

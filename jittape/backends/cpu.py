@@ -38,6 +38,8 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import cache as _cache
+from .. import config as _config
+from .. import profiler as _profiler
 from ..errors import InvalidArgumentError
 from ..ir import Graph, Node, decode_index, freeze_attrs
 from . import blas, interpret
@@ -178,6 +180,7 @@ class _Gen:
         self.types = graph.types()
         self.kernels: list = []  # source blocks
         self.kinfo: list = []  # (name, description) per kernel call
+        self.calls_at: list = []  # index in self.entry of each kernel call
         self.kernel_names: dict = {}  # kernel text -> its name (one function per text)
         self.entry: list = []
         self.params: list = []
@@ -239,6 +242,7 @@ class _Gen:
                     self.entry.append(f"{_DIMS[size]} = in{k}.shape[{j}]")
         for n in g.nodes:
             self.node(n)
+        self._call_site = {at: s for s, at in enumerate(self.calls_at)}
         for k, o in enumerate(g.outputs):
             src = self.val[o]
             if src.var != f"o{k}":
@@ -258,22 +262,35 @@ class _Gen:
             "import numba",
             "from numba import prange  # noqa: F401",
             "from jittape.backends import vmath as _vm  # noqa: F401",
+            "from jittape.backends.clock import cycles as _cycles  # noqa: F401",
             "from jittape.errors import InvalidArgumentError  # noqa: F401",
             "",
         ]
+        # entry_prof: the same calls with the cycle counter read around each kernel
+        # (jt.profiler); Numba compiles it only when a profile is open
+        timed = []
+        for j, ln in enumerate(self.entry):
+            if j in self._call_site:
+                s = self._call_site[j]
+                timed += [f"tk[{2 * s}] = _cycles()", ln, f"tk[{2 * s + 1}] = _cycles()"]
+            else:
+                timed.append(ln)
         entry = []
-        for fname, suffix, doc in (("entry", "", "in order"),
-                                   ("entry_par", "_par", "in order, loops on threads")):
+        for fname, suffix, doc, lines, extra in (
+                ("entry", "", "in order", self.entry, []),
+                ("entry_par", "_par", "in order, loops on threads", self.entry, []),
+                ("entry_prof", "", "in order, timing each", timed, ["tk"]),
+                ("entry_prof_par", "_par", "on threads, timing each", timed, ["tk"])):
             if suffix and not self.parallel:
-                break
+                continue
             entry += [
                 "",
                 "@numba.njit(cache=True, error_model='numpy', nogil=True)",
-                f"def {fname}({', '.join(params)}):",
+                f"def {fname}({', '.join(params + extra)}):",
                 f'    """Runs the graph\'s {len(self.kernels)} kernels {doc}."""',
             ]
             entry += ["    " + ln.replace(_PAR, suffix)
-                      for ln in _canonical_names("\n".join(self.entry)).split("\n")]
+                      for ln in _canonical_names("\n".join(lines)).split("\n")]
             entry += ["    return 0", ""]
         return "\n".join(head + self.kernels + entry)
 
@@ -405,6 +422,7 @@ class _Gen:
             self.kernels.append(block)
         self.kinfo.append((name, desc))
         suffix = _PAR if parallel else ""
+        self.calls_at.append(len(self.entry))
         self.entry.append(f"{name}{suffix}({', '.join(call_args)})")
 
     def fused(self, n: Node):
@@ -1056,6 +1074,8 @@ class Program:
         self.slot_specs = list(plan.slots) if plan is not None else []
         self.slots = None
         self.lock = threading.Lock()
+        self.warm_lock = threading.Lock()  # held by the call that compiles it
+        self.key = None  # the structural key it is cached under
         self.pool: list = [[] for _ in self.out_types]
         self.entry_par = None  # the variant with parallel loops, when there is one
         self.par_ready = False
@@ -1175,6 +1195,46 @@ class Program:
                 med[k] = ts[len(ts) // 2]
             self.threads = most if most > 1 and med[most] < 0.9 * med[1] else 1
 
+    def _call_profiled(self, args) -> list:
+        """A call while a ``jt.profiler.profile()`` is open: ``entry_prof`` reads the
+        cycle counter around each kernel; the parallel variant when the program runs
+        its loops on threads."""
+        import numba
+
+        from .. import profiler
+        from . import clock
+
+        with profiler.span(f"program {self.name[:10]}", "program"):
+            with self.lock:
+                if self.slots is None:
+                    self.slots = [np.empty(n, d) for d, n in self.slot_specs]
+                slots, outs = self.slots, self._outputs()
+                par = self.entry_par is not None and (self.threads or 1) > 1
+                stamps = np.zeros(2 * len(self.kernels), np.int64)
+                rest = (*args, *self.consts, *slots, *outs, stamps)
+                fn = None
+                if clock.AVAILABLE:
+                    mod = _load(self.name, self.path)
+                    fn = getattr(mod, "entry_prof_par" if par else "entry_prof", None)
+                if fn is None:  # no cycle counter: the program's own entry, as a whole
+                    fn, rest, stamps = (self.entry_par if par else self.entry), rest[:-1], None
+                elif not fn.overloads:
+                    import numba.core.errors as ne
+
+                    t0 = time.perf_counter()
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", ne.NumbaPerformanceWarning)
+                        warnings.simplefilter("ignore", ne.NumbaWarning)
+                        fn.compile(tuple(numba.typeof(a) for a in rest))
+                    profiler.note_compile(time.perf_counter() - t0, f"{self.name[:10]} entry_prof")
+                if par:
+                    numba.set_num_threads(self.threads)
+                t0 = time.perf_counter_ns()
+                fn(*rest)
+                t1 = time.perf_counter_ns()
+            profiler.record_program(self.name[:10], self.kernels, t0, t1, stamps)
+        return outs
+
     def plain_graph(self) -> Graph:
         """The graph without its buffer plan, for the interpreter (which would copy
         every planned value into its slot)."""
@@ -1214,6 +1274,8 @@ class Program:
             args = [_frozen(a) for a in arrays]
         else:
             args = self._args(arrays)
+        if _profiler.ACTIVE and self.ready:
+            return self._call_profiled(args)
         mine = self.lock.acquire(blocking=False)
         try:
             if mine:
@@ -1237,7 +1299,7 @@ class Program:
 _LOCK = threading.RLock()
 _BY_GRAPH: "OrderedDict[int, tuple]" = OrderedDict()  # id(graph) -> (graph, program)
 _BY_KEY: "OrderedDict[str, Program]" = OrderedDict()  # structural key -> program
-CACHE_SIZE = int(os.environ.get("JITTAPE_COMPILE_CACHE_SIZE", 256))
+# bounded by jt.config.set_cache_limits(programs=...) (JITTAPE_MAX_PROGRAMS, default 256)
 _warned: set = set()
 
 
@@ -1348,6 +1410,8 @@ def _warm(prog: Program, arrays) -> list:
     prog.compile_seconds = time.perf_counter() - t0
     _note_origin(prog, before)
     prog.ready = True
+    if _profiler.ACTIVE:
+        _profiler.note_compile(prog.compile_seconds, prog.name[:10])
     return res
 
 
@@ -1358,6 +1422,8 @@ def program(graph: Graph) -> Program:
         hit = _BY_GRAPH.get(id(graph))
         if hit is not None and hit[0] is graph:
             _BY_GRAPH.move_to_end(id(graph))
+            if hit[1].key in _BY_KEY:  # used: both bounds keep it
+                _BY_KEY.move_to_end(hit[1].key)
             return hit[1]
         key = graph.structural_key()
         prog = _BY_KEY.get(key)
@@ -1368,15 +1434,24 @@ def program(graph: Graph) -> Program:
             mod = _load(name, path)
             prog = Program(graph, source, path, name, mod.entry, consts, kinfo)
             prog.entry_par = getattr(mod, "entry_par", None)
+            prog.key = key
             _BY_KEY[key] = prog
-            if len(_BY_KEY) > CACHE_SIZE:
-                _BY_KEY.popitem(last=False)
+            _config.evict(_BY_KEY, "programs")
         else:
             _BY_KEY.move_to_end(key)
         _BY_GRAPH[id(graph)] = (graph, prog)
-        if len(_BY_GRAPH) > CACHE_SIZE:
-            _BY_GRAPH.popitem(last=False)
+        _config.evict(_BY_GRAPH, "programs")
         return prog
+
+
+def _trim() -> None:
+    """Drop the least recently used programs beyond a bound just lowered."""
+    with _LOCK:
+        for c in (_BY_KEY, _BY_GRAPH, _FAILED):
+            _config.evict(c, "programs")
+
+
+_config.on_cache_limit_change("programs", _trim)
 
 
 def _describe_failure(graph: Graph, prog: Program | None, err: BaseException) -> str:
@@ -1437,27 +1512,40 @@ def run_arrays(graph: Graph, arrays: list, feeds: dict | None = None) -> list:
             # compile in another thread; this call and the next ones run on the
             # interpreter until the compiled program is ready
             _compile_in_background(prog, arrays)
-            return interpret.run(prog.plain_graph(), feeds)
-        try:
-            return _warm(prog, arrays)
-        except InvalidArgumentError:
-            prog.ready = True  # compiled; the data was bad (check_numerics, an index)
-            raise
-        except _numba_errors():
-            # a damaged on-disk entry raises on every load: drop it and compile afresh
-            _cache.purge(prog.name)
-            sys.modules.pop(f"jittape._generated.{prog.name}", None)
-            name, path, _ = _cache.write_module(prog.source)
-            mod = _load(name, path)
-            prog.entry, prog.entry_par = mod.entry, getattr(mod, "entry_par", None)
-            return _warm(prog, arrays)
+            # the program may have been made for another graph of the same structure,
+            # whose value ids differ: feed its inputs by position
+            return interpret.run(prog.plain_graph(), dict(zip(prog.graph.inputs, arrays)))
+        with prog.warm_lock:  # threads meeting a new program at once: one compiles it
+            if not prog.ready and prog.fallback is None:
+                try:
+                    return _warm(prog, arrays)
+                except InvalidArgumentError:
+                    prog.ready = True  # compiled; the data was bad (check_numerics, an index)
+                    raise
+                except _numba_errors():
+                    # a damaged on-disk entry raises on every load: drop it, compile afresh
+                    _cache.purge(prog.name)
+                    sys.modules.pop(f"jittape._generated.{prog.name}", None)
+                    name, path, _ = _cache.write_module(prog.source)
+                    mod = _load(name, path)
+                    prog.entry, prog.entry_par = mod.entry, getattr(mod, "entry_par", None)
+                    try:
+                        return _warm(prog, arrays)
+                    except InvalidArgumentError:
+                        prog.ready = True
+                        raise
+                    except Exception as e:  # noqa: BLE001 - before a waiting thread retries
+                        _fallback(graph, prog, e)
+        if prog.fallback is not None:
+            return interpret.run(graph, feeds)
+        return prog(arrays)
     except InvalidArgumentError:
         raise
     except Exception as e:  # noqa: BLE001 - never a wrong answer: interpret instead
         if prog is None:
-            _FAILED[id(graph)] = (graph, repr(e))
-            if len(_FAILED) > CACHE_SIZE:
-                _FAILED.popitem(last=False)
+            with _LOCK:
+                _FAILED[id(graph)] = (graph, repr(e))
+                _config.evict(_FAILED, "programs")
         _fallback(graph, prog, e)
         return interpret.run(graph, feeds)
 

@@ -9,20 +9,30 @@ from ..tensor import _nan_inf, apply, convert_args
 from .registry import defop
 
 
-def _check_fwd(x, message):
+def _check_fwd(x, message, auto=False):
     if x.dtype.kind == "f" and not np.isfinite(x).all():
         raise InvalidArgumentError(f"{message} : Tensor had {_nan_inf(x)} values")
     return x
 
 
-def _check_infer(types, message):
+def _check_infer(types, message, auto=False):
     return types[0]
+
+
+def _check_vjp(g, out, x, message, auto=False):
+    if auto:
+        # inserted by enable_check_numerics after an op of a traced function: the
+        # backward pass checks each gradient where it is made (autodiff.backward)
+        return (g,)
+    # as TF: the gradient flowing back through the check is checked too
+    return (check_numerics(
+        g, f"Not a number (NaN) or infinity (Inf) values detected in gradient. {message}"),)
 
 
 check_numerics_op = defop(
     "check_numerics", inputs=1, kind="other", forward=_check_fwd, infer=_check_infer,
     pure=True,  # raises, but computes nothing else
-    vjp=lambda g, out, x, message: (check_numerics(g, message),),  # the gradient is checked too
+    vjp=_check_vjp,
 )
 
 
