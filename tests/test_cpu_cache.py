@@ -598,3 +598,26 @@ def test_eager_gradient_compiles_in_the_background(monkeypatch):
     for _ in range(2):
         np.testing.assert_allclose(grad(), want, rtol=1e-12)
     assert prog.compile_thread is not None and prog.ready
+
+
+def test_a_program_with_matmuls_measures_blas_threads_and_keeps_one():
+    """Compiled matmuls run on scipy's BLAS on all cores or on one, whichever measured
+    faster (two BLAS threads on a busy 2-core machine made a 60 µs step take 15 ms)."""
+    from jittape.backends import blas
+
+    rng = np.random.default_rng(5)
+    x = jt.constant(rng.standard_normal((8, 16)))
+    w = jt.Variable(rng.standard_normal((16, 4)))
+    with jt.GradientTape(persistent=True, backend="cpu") as tape:
+        loss = jt.reduce_sum(jt.tanh(x @ w))
+    first = tape.gradient(loss, w).numpy()
+    graph = next(g for g, p in reversed(list(cpu._BY_GRAPH.values()))
+                 if any(d.startswith("contraction") for _, d in p.kernels))
+    prog = cpu.program(graph)
+    assert prog.tunes_blas == (blas.cpu_count() > 1 and not blas.kernel_threads_fixed())
+    results = [tape.gradient(loss, w).numpy() for _ in range(2 + 2 * cpu._TUNE_CALLS)]
+    if prog.tunes_blas:
+        assert prog.choice is not None and prog.choice[1] in (1, blas.cpu_count())
+        assert {w for w, _ in prog.trials} == {(1, blas.cpu_count()), (1, 1)}
+    for r in results:
+        np.testing.assert_allclose(r, first, rtol=1e-12)

@@ -68,3 +68,45 @@ def limit_threads(n: int | None = None, kernel_n: int | None = None) -> list:
                 break
     _done[:] = done
     return done
+
+
+_kernel: list = []  # [setter for scipy's OpenBLAS or None, the count it was last set to]
+
+
+def kernel_threads_fixed() -> bool:
+    """``JITTAPE_KERNEL_BLAS_THREADS`` names a count: compiled programs do not tune it."""
+    return _env_int("JITTAPE_KERNEL_BLAS_THREADS", 0) > 0
+
+
+def set_kernel_threads(n: int) -> None:
+    """Set scipy's OpenBLAS (the one compiled code calls) to ``n`` threads; a no-op when
+    it is at ``n`` already, or when it cannot be set. Cheap enough to call per step."""
+    if not _kernel:
+        fn = None
+        for path in _loaded_blas():
+            if "numpy" in os.path.basename(os.path.dirname(path)):
+                continue
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for sym in _SETTERS:
+                fn = getattr(lib, sym, None)
+                if fn is not None:
+                    fn.argtypes = [ctypes.c_int]
+                    break
+            if fn is not None:
+                break
+        _kernel[:] = [fn, None]
+    fn, cur = _kernel
+    if fn is not None and cur != n:
+        fn(int(n))
+        _kernel[1] = n
+
+
+def cpu_count() -> int:
+    """The threads OpenBLAS starts with: the CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

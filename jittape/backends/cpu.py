@@ -1084,6 +1084,10 @@ class Program:
         self.compile_thread = None  # compiling entry in the background
         self._plain = None
         self.threads = None  # chosen thread count for the parallel loops
+        self.choice = None  # chosen (loop threads, BLAS threads or None), see _run_tuned
+        # a program that calls BLAS measures whether its matmuls are faster on one thread
+        self.tunes_blas = (any(d.startswith("contraction") for _, d in kinfo)
+                           and blas.cpu_count() > 1 and not blas.kernel_threads_fixed())
         self.trials: list = []
         self.calls = 0
         self.ready = False
@@ -1126,45 +1130,44 @@ class Program:
         return outs
 
     def _run_tuned(self, args, slots, outs):
-        """Run ``entry_par`` (parallel loops on all threads) or ``entry`` (serial),
-        whichever measured faster for this program.
+        """Run the program the way that measured fastest: its loops serial (``entry``) or
+        on all threads (``entry_par``), and, when it calls BLAS, scipy's BLAS on all
+        cores or on one.
 
         Threads are not always faster: a memory-bound loop gains nothing from a second
         thread, and on a machine whose other cores are busy a parallel loop waits for a
         thread the scheduler has not run yet (on the project's shared 2-core machine the
         chain backward at 8M took 9 ms serial, 16 ms on two threads when quiet and up to
-        150 ms when not). So after a warm-up (which compiles ``entry_par``) the calls
-        alternate the two, and the faster by median is kept; it is measured again every
-        ``RETUNE_CALLS`` calls. ``JITTAPE_NUM_THREADS`` fixes the choice instead
-        (1: serial; more: that many threads).
+        150 ms when not). BLAS's own threads suffer the same way: with one core busy
+        elsewhere, the small MLP step's matmuls on two BLAS threads took 15 ms instead of
+        0.06. So after a warm-up (which compiles ``entry_par``) the calls cycle through
+        the ways, and the fastest by median is kept; it is measured again every
+        ``RETUNE_CALLS`` calls. ``JITTAPE_NUM_THREADS`` fixes the loops' choice (1:
+        serial; more: that many threads) and ``JITTAPE_KERNEL_BLAS_THREADS`` BLAS's.
         """
         import numba
 
         rest = (*args, *self.consts, *slots, *outs)
         if _THREADS_ENV:
             n = max(1, min(_THREADS_ENV, numba.config.NUMBA_NUM_THREADS))
-            if n == 1:
+            if n == 1 or self.entry_par is None:
                 self.entry(*rest)
             else:
                 numba.set_num_threads(n)
                 self.entry_par(*rest)
             return
         self.calls += 1
-        if self.threads is not None and self.calls % RETUNE_CALLS == 0:
-            self.threads, self.trials = None, []
-        if self.threads is not None:
-            if self.threads == 1:
-                self.entry(*rest)
-            else:
-                numba.set_num_threads(self.threads)
-                self.entry_par(*rest)
+        if self.choice is not None and self.calls % RETUNE_CALLS == 0:
+            self.choice, self.threads, self.trials = None, None, []
+        if self.choice is not None:
+            self._run_way(self.choice, rest)
             return
         most = numba.config.NUMBA_NUM_THREADS
-        if not self.par_ready:
+        if self.entry_par is not None and not self.par_ready:
             if self.calls <= PARALLEL_AFTER or self.par_thread is not None:
                 # a program that runs only a few times never pays for compiling its
                 # parallel variant (about as long again as the serial one)
-                self.entry(*rest)
+                self._run_way((1, self._blas_most), rest)
                 return
             if background_compile():
                 # compiled by another thread; the serial entry runs meanwhile
@@ -1172,7 +1175,7 @@ class Program:
                 self.par_thread = threading.Thread(
                     target=self._compile_par, args=(sig,), name=f"jittape-compile-{self.name}")
                 self.par_thread.start()
-                self.entry(*rest)
+                self._run_way((1, self._blas_most), rest)
                 return
             # this call compiles the parallel variant; it is not a measurement
             numba.set_num_threads(most)
@@ -1183,17 +1186,45 @@ class Program:
             stats["compile_seconds"] += dt
             self.par_ready = True
             return
-        numba.set_num_threads(most)
-        n = most if len(self.trials) % 2 == 0 else 1
+        ways = self._ways(most)
+        if self.calls <= 2:  # the first calls compile or load: not measurements
+            self._run_way(ways[0], rest)
+            return
+        way = ways[len(self.trials) % len(ways)]
         t0 = time.perf_counter()
-        (self.entry_par if n > 1 else self.entry)(*rest)
-        self.trials.append((n, time.perf_counter() - t0))
-        if len(self.trials) >= _TUNE_CALLS:
+        self._run_way(way, rest)
+        self.trials.append((way, time.perf_counter() - t0))
+        if len(self.trials) >= _TUNE_CALLS * len(ways) // 2:
             med = {}
-            for k in (most, 1):
-                ts = sorted(t for m, t in self.trials if m == k)
-                med[k] = ts[len(ts) // 2]
-            self.threads = most if most > 1 and med[most] < 0.9 * med[1] else 1
+            for w in ways:
+                ts = sorted(t for m, t in self.trials if m == w)
+                med[w] = ts[len(ts) // 2]
+            # the first way (serial, BLAS on all cores) unless another is 10% faster
+            best = min(ways, key=lambda w: med[w])
+            self.choice = best if med[best] < 0.9 * med[ways[0]] else ways[0]
+            self.threads = self.choice[0]
+
+    @property
+    def _blas_most(self):
+        return blas.cpu_count() if self.tunes_blas else None
+
+    def _ways(self, most) -> list:
+        """(loop threads, BLAS threads or None) to try."""
+        loops = [1] + ([most] if self.entry_par is not None and most > 1 else [])
+        blas_n = [self._blas_most, 1] if self.tunes_blas else [None]
+        return [(n, b) for n in loops for b in blas_n]
+
+    def _run_way(self, way, rest):
+        n, b = way
+        if b is not None:
+            blas.set_kernel_threads(b)
+        if n == 1:
+            self.entry(*rest)
+        else:
+            import numba
+
+            numba.set_num_threads(n)
+            self.entry_par(*rest)
 
     def _call_profiled(self, args) -> list:
         """A call while a ``jt.profiler.profile()`` is open: ``entry_prof`` reads the
@@ -1210,6 +1241,8 @@ class Program:
                     self.slots = [np.empty(n, d) for d, n in self.slot_specs]
                 slots, outs = self.slots, self._outputs()
                 par = self.entry_par is not None and (self.threads or 1) > 1
+                if self.choice is not None and self.choice[1] is not None:
+                    blas.set_kernel_threads(self.choice[1])
                 stamps = np.zeros(2 * len(self.kernels), np.int64)
                 rest = (*args, *self.consts, *slots, *outs, stamps)
                 fn = None
@@ -1286,7 +1319,7 @@ class Program:
             else:  # another thread is inside: buffers of this call's own
                 slots = [np.empty(n, d) for d, n in self.slot_specs]
                 outs = [np.empty(t.shape, t.dtype) for t in self.out_types]
-            if self.entry_par is not None and mine:
+            if mine and (self.entry_par is not None or self.tunes_blas):
                 self._run_tuned(args, slots, outs)
             else:
                 self.entry(*args, *self.consts, *slots, *outs)
