@@ -25,10 +25,13 @@ test-cpu: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/train_digits.py
 
-# the benchmarks (pytest-benchmark), grouped by workload; the JSON goes to bench.json
+# the benchmarks (pytest-benchmark), grouped by workload, with the machine's ceilings;
+# the JSON goes to bench.json, then one table per group with the ratios to numpy and to
+# the floors. Compare two runs: $(PY) benchmarks/compare.py OLD.json bench.json
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks -q --benchmark-group-by=group \
 		--benchmark-columns=median,iqr,rounds --benchmark-json=bench.json -p no:cacheprovider
+	$(PY) benchmarks/report.py bench.json
 
 lint: $(STAMP)
 	$(PY) -m pip install --quiet ruff

@@ -17,5 +17,20 @@ def settle(fn, calls: int | None = None):
         t = prog.par_thread
         if t is not None:
             t.join()
-    for _ in range(cpu._TUNE_CALLS + 4):
+    for _ in range(4 * cpu._TUNE_CALLS):  # until every program chose how to run
         fn()
+        if all(p.choice is not None for p in list(cpu._BY_KEY.values())
+               if p.ready and (p.entry_par is not None or p.tunes_blas)):
+            break
+
+
+def record(benchmark, impl: str, ceilings: dict | None = None, floor: dict | None = None,
+           **info) -> None:
+    """``extra_info``: ``impl`` (``numpy`` marks the group's reference), the ceilings of
+    this run, the workload's floor and anything else worth keeping in the JSON."""
+    benchmark.extra_info["impl"] = impl
+    if ceilings:
+        benchmark.extra_info.update(ceilings)
+    if floor:
+        benchmark.extra_info.update(floor)
+    benchmark.extra_info.update(info)

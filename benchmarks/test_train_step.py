@@ -1,7 +1,9 @@
-"""Train-step cost: hand-written numpy (the reference) vs the eager jittape step vs the
-same step under ``@jt.function`` (one compiled call), per step, in one run; and the
-first call's trace + compile time in a fresh process, with an empty and with a warm
-disk cache. Workloads in ``train_steps.py``.
+"""Train-step cost, groups ``mlp-small`` and ``mlp-large``: hand-written numpy (the
+reference), the eager jittape step on ``interpret`` and ``cpu``, and the same step under
+``@jt.function`` on ``cpu`` (one compiled call), per step, in one run; the floor is the
+step's matmul FLOPs at the GEMM rate measured in the same run (``floors.py``). Group
+``start``: the first call's trace + compile time in a fresh process, with an empty and
+with a warm disk cache. Workloads in ``train_steps.py``.
 
 Run: .venv/bin/python -m pytest benchmarks/test_train_step.py -q
      --benchmark-group-by=group --benchmark-columns=median,iqr,rounds
@@ -24,22 +26,26 @@ import jittape as jt
 from jittape.backends import blas
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_util import settle  # noqa: E402
+from bench_util import record, settle  # noqa: E402
+from floors import mlp_floor  # noqa: E402
+from test_chain import compile_seconds  # noqa: E402
 from train_steps import CONFIGS, NumpyStep, data, jittape_step  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("size", ["small", "large"])
-@pytest.mark.parametrize("impl", ["numpy", "eager-cpu", "function-cpu", "function-interpret"])
-def test_step(benchmark, size, impl):
+@pytest.mark.parametrize("impl", ["numpy", "eager-interpret", "eager-cpu", "function-cpu"])
+def test_step(benchmark, ceilings, size, impl):
     cfg = CONFIGS[size]
-    benchmark.group = f"train-step-{size}: " + (
-        "64-128-64-10 b64 SGD" if size == "small" else "784-512-256-10 b256 Adam")
+    benchmark.group = f"mlp-{size}"
     x, y, ws, bs = data(cfg)
+    floor = mlp_floor(ceilings, size)
+    what = ("64-128-64-10 b64 SGD" if size == "small" else "784-512-256-10 b256 Adam")
     if impl == "numpy":
         # numpy as a numpy user runs it: its BLAS on every core (jittape sets numpy's
         # BLAS to one thread when its cpu backend loads; see jittape/backends/blas.py)
+        record(benchmark, impl, ceilings, floor, workload=what)
         blas.limit_threads(n=os.cpu_count() or 1, kernel_n=0)
         try:
             step = NumpyStep(cfg, ws, bs)
@@ -47,14 +53,16 @@ def test_step(benchmark, size, impl):
         finally:
             blas.limit_threads()
         return
-    else:
-        kind, backend = impl.split("-")
-        step = jittape_step(cfg, ws, bs, compiled=kind == "function", backend=backend)
-        args = (jt.constant(x), jt.constant(y))
-        step(*args)
-        if kind == "function":
-            step.wait()  # the compile in the background
-        settle(lambda: step(*args))
+    kind, backend = impl.split("-")
+    step = jittape_step(cfg, ws, bs, compiled=kind == "function", backend=backend)
+    args = (jt.constant(x), jt.constant(y))
+    step(*args)
+    info = {}
+    if kind == "function":
+        step.wait()  # the compile in the background
+        info["compile_s"] = compile_seconds(step)
+    settle(lambda: step(*args))
+    record(benchmark, impl, ceilings, floor, workload=what, **info)
     benchmark(step, *args)
 
 
@@ -96,7 +104,8 @@ def test_first_call_in_a_fresh_process(benchmark, size, cache):
     first call (``JITTAPE_BACKGROUND_COMPILE=0``); ``cold-background``: the default,
     where the first calls run on the interpreter while the compile runs in a thread
     (``compiled_s``: until the compiled program is ready)."""
-    benchmark.group = "first call (trace + compile), fresh process"
+    benchmark.group = "start: first call in a fresh process"
+    record(benchmark, f"{size}-{cache}")
     with tempfile.TemporaryDirectory() as d:
         if cache == "warm":
             _fresh_process(size, d, False)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import jittape as jt
-
 CONFIGS = {
     "small": {"sizes": (64, 128, 64, 10), "batch": 64, "opt": "sgd", "lr": 0.01},
     "large": {"sizes": (784, 512, 256, 10), "batch": 256, "opt": "adam", "lr": 0.001},
@@ -82,6 +80,8 @@ class NumpyStep:
 
 def jittape_step(cfg, ws, bs, compiled, backend=None):
     """The same step with jittape: variables, a tape, an optimizer."""
+    import jittape as jt  # here, so that the numpy half imports without jittape (peers.py)
+
     params = []
     for w, b in zip(ws, bs):
         params += [jt.Variable(w.copy()), jt.Variable(b.copy())]

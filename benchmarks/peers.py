@@ -1,0 +1,665 @@
+"""jittape against its peers: the same workloads, the same math, float32, in numpy,
+jittape (eager tape and ``@jt.function``, cpu backend), TensorFlow (eager and
+``tf.function``), JAX (``jit``) and PyTorch (eager and ``torch.compile``), those of
+them that are installed (``pip install -e '.[peers]'``).
+
+    python benchmarks/peers.py [--quick] [--out FILE] [--threads N]
+                               [--frameworks numpy,jittape,...] [--workloads chain-1M,...]
+
+Workloads (``workloads.py``): the chain's forward + backward at N = 1M and 8M, a
+softmax cross-entropy forward + backward (256 x 1000, gradient w.r.t. the logits), and
+the two MLP train steps of ``train_steps.py`` (64-128-64-10 batch 64 SGD; 784-512-256-10
+batch 256 Adam, with Keras's Adam formula written out in each framework, as
+``NumpyStep`` has it). Every framework starts from the same numpy arrays.
+
+Before timing, each framework's first call is checked against the hand-written numpy:
+the loss (rtol 1e-4) and the gradients (chain: rtol 1e-4, atol 1e-4 as
+``test_chain.py``; softmax CE: rtol 1e-4, atol 1e-4 of the largest) or, for the train
+steps, the loss and the weights after that one step (rtol 1e-4, atol 1e-5 as
+``test_train_step.py``, and each weight's update within 5% of the largest update). A
+framework that disagrees is reported as a mismatch and not timed.
+
+Each cell (framework, variant, workload) runs in a process of its own (numpy's without
+jittape imported), one after the other, pinned to the same N CPUs (``--threads``,
+default: all this process may use) with every thread pool sized N:
+``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``,
+``NUMBA_NUM_THREADS``, ``JITTAPE_KERNEL_BLAS_THREADS``, TensorFlow's intra- and
+inter-op pools, ``torch.set_num_threads`` and ``set_num_interop_threads``; XLA sizes
+its pool by the CPUs it may use. jittape keeps its own default of one thread for
+numpy's BLAS in the eager forward (``jittape/backends/blas.py``). Compile caches start
+empty (a fresh ``JITTAPE_CACHE_DIR`` and ``TORCHINDUCTOR_CACHE_DIR``) and jittape
+compiles on the first call (``JITTAPE_BACKGROUND_COMPILE=0``), so the "first call"
+table is each framework's trace + compile from cold (the import not counted).
+
+Timing: the first call (reported separately), then warm-up calls (for jittape, until
+its compiled programs are settled, as the pytest benchmarks do), then ``timeit``'s
+``repeat`` of loops of calls; the cell is the median over the repeats of the time per
+call. JAX's results are waited for (``block_until_ready``) inside the timed call.
+
+Each framework's step is the same Python function eager and compiled. ``torch.compile``
+breaks the graph at ``torch.autograd.grad`` (dynamo's default): the forward and, through
+AOTAutograd, the backward are compiled, and the update after the break is a graph of
+its own. PyTorch's labels are int64 (what ``cross_entropy`` takes), int32 elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import workloads as W  # noqa: E402  (numpy only: no framework is imported here)
+
+WORKLOADS = {
+    "chain-1M": "chain fwd+bwd, N = 1M",
+    "chain-8M": "chain fwd+bwd, N = 8M",
+    "softmax-ce": "softmax CE fwd+bwd, 256 x 1000",
+    "mlp-small": "MLP step 64-128-64-10, b64, SGD",
+    "mlp-large": "MLP step 784-512-256-10, b256, Adam",
+}
+COLUMNS = {
+    "numpy": "numpy",
+    "jittape-eager": "jittape eager (cpu)",
+    "jittape-function": "jittape `@jt.function` (cpu)",
+    "tf-eager": "TF eager",
+    "tf-function": "`tf.function`",
+    "jax-jit": "JAX `jit`",
+    "torch-eager": "torch eager",
+    "torch-compile": "`torch.compile`",
+}
+# worker: (the module that must be installed, its columns, the distributions to report)
+WORKERS = {
+    "numpy": (None, ["numpy"], []),
+    "jittape": ("jittape", ["jittape-eager", "jittape-function"], ["jittape", "numba"]),
+    "tensorflow": ("tensorflow", ["tf-eager", "tf-function"], ["tensorflow-cpu", "tensorflow"]),
+    "jax": ("jax", ["jax-jit"], ["jax", "jaxlib"]),
+    "torch": ("torch", ["torch-eager", "torch-compile"], ["torch"]),
+}
+BASELINE = "jittape-function"
+B1, B2, EPS = W.B1, W.B2, W.EPS
+
+_PROGRESS = "  peers: "
+FULL = {"repeat": 21, "loop_s": 0.05, "warm_s": 0.5}
+QUICK = {"repeat": 7, "loop_s": 0.01, "warm_s": 0.05}
+
+
+# -- the workloads, in each framework --------------------------------------------------
+#
+# A builder returns a Case: ``step()`` runs one call and returns its outputs (chain and
+# softmax CE: loss and gradients; MLP: the loss), ``params()`` the MLP's weights as
+# numpy arrays, ``settle(step)`` the warm-up (default: calls for warm_s).
+
+
+class Case:
+    def __init__(self, step, params=None, settle=None):
+        self.step, self.params, self.settle = step, params, settle
+
+
+def _mlp_parts(cfg):
+    x, y, ws, bs = W.data(cfg)
+    init = [a for pair in zip(ws, bs) for a in pair]
+    return x, y, init
+
+
+def build_numpy(column, workload):
+    kind, size = _split(workload)
+    if kind == "chain":
+        x, w, b = W.chain_data(W.CHAIN_SIZES[size])
+        return Case(lambda: W.chain_numpy(x, w, b))
+    if kind == "softmax-ce":
+        logits, labels = W.softmax_ce_data()
+        return Case(lambda: W.softmax_ce_numpy(logits, labels))
+    cfg = W.CONFIGS[size]
+    x, y, ws, bs = W.data(cfg)
+    s = W.NumpyStep(cfg, ws, bs)
+    return Case(lambda: s(x, y), params=lambda: s.params)
+
+
+def build_jittape(column, workload):
+    import jittape as jt
+    from bench_util import settle
+
+    compiled = column == "jittape-function"
+    kind, size = _split(workload)
+    if kind == "chain":
+        step = W.chain_jittape(*W.chain_data(W.CHAIN_SIZES[size]), compiled=compiled)
+        fn, params = step.function, None
+    elif kind == "softmax-ce":
+        step = W.softmax_ce_jittape(*W.softmax_ce_data(), compiled=compiled)
+        fn, params = step.function, None
+    else:
+        cfg = W.CONFIGS[size]
+        x, y, ws, bs = W.data(cfg)
+        s = W.jittape_step(cfg, ws, bs, compiled=compiled, backend="cpu")
+        xt, yt = jt.constant(x), jt.constant(y)
+        step = lambda: s(xt, yt)
+        fn = s if compiled else None
+        params = lambda: [p.numpy() for p in s.params]
+
+    def warm(step):
+        if fn is not None:
+            fn.wait()  # a no-op with JITTAPE_BACKGROUND_COMPILE=0, which the parent sets
+        settle(step)
+
+    return Case(step, params, warm)
+
+
+def build_tensorflow(column, workload):
+    import tensorflow as tf
+
+    wrap = tf.function if column == "tf-function" else (lambda f: f)
+    kind, size = _split(workload)
+    if kind == "chain":
+        x, w, b = W.chain_data(W.CHAIN_SIZES[size])
+        x, w, b = tf.constant(x), tf.Variable(w), tf.Variable(b)
+
+        @wrap
+        def chain(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.tanh(x * w + b) * tf.sigmoid(x) + 0.5 * (x - w) ** 2)
+            gw, gb = tape.gradient(loss, [w, b])
+            return loss, gw, gb
+
+        return Case(lambda: chain(x))
+    if kind == "softmax-ce":
+        logits, labels = (tf.constant(a) for a in W.softmax_ce_data())
+
+        @wrap
+        def ce(logits, labels):
+            with tf.GradientTape() as tape:
+                tape.watch(logits)
+                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=labels, logits=logits))
+            return loss, tape.gradient(loss, logits)
+
+        return Case(lambda: ce(logits, labels))
+    cfg = W.CONFIGS[size]
+    x, y, init = _mlp_parts(cfg)
+    x, y = tf.constant(x), tf.constant(y)
+    ps = [tf.Variable(a) for a in init]
+    ms = [tf.Variable(np.zeros_like(a)) for a in init]
+    vs = [tf.Variable(np.zeros_like(a)) for a in init]
+    t = tf.Variable(0.0)
+    nl, lr = len(ps) // 2, cfg["lr"]
+
+    @wrap
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            h = x
+            for i in range(nl):
+                h = h @ ps[2 * i] + ps[2 * i + 1]
+                if i < nl - 1:
+                    h = tf.nn.relu(h)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=y, logits=h))
+        grads = tape.gradient(loss, ps)
+        if cfg["opt"] == "sgd":
+            for p, g in zip(ps, grads):
+                p.assign_sub(lr * g)
+        else:
+            t.assign_add(1.0)
+            alpha = lr * tf.sqrt(1 - tf.pow(B2, t)) / (1 - tf.pow(B1, t))
+            for p, g, m, v in zip(ps, grads, ms, vs):
+                m.assign_add((g - m) * (1 - B1))
+                v.assign_add((g * g - v) * (1 - B2))
+                p.assign_sub(alpha * m / (tf.sqrt(v) + EPS))
+        return loss
+
+    return Case(lambda: step(x, y), params=lambda: [p.numpy() for p in ps])
+
+
+def build_jax(column, workload):
+    import jax
+    import jax.numpy as jnp
+
+    kind, size = _split(workload)
+    if kind == "chain":
+        x, w, b = (jnp.asarray(a) for a in W.chain_data(W.CHAIN_SIZES[size]))
+
+        def chain(w, b, x):
+            return jnp.sum(jnp.tanh(x * w + b) * jax.nn.sigmoid(x) + 0.5 * (x - w) ** 2)
+
+        f = jax.jit(jax.value_and_grad(chain, argnums=(0, 1)))
+
+        def step():
+            loss, (gw, gb) = jax.block_until_ready(f(w, b, x))
+            return loss, gw, gb
+
+        return Case(step)
+    if kind == "softmax-ce":
+        logits, labels = (jnp.asarray(a) for a in W.softmax_ce_data())
+
+        def ce(logits, labels):
+            logp = jax.nn.log_softmax(logits, axis=1)
+            return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+        f = jax.jit(jax.value_and_grad(ce))
+        return Case(lambda: jax.block_until_ready(f(logits, labels)))
+    cfg = W.CONFIGS[size]
+    x, y, init = _mlp_parts(cfg)
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    nl, lr, adam = len(init) // 2, cfg["lr"], cfg["opt"] == "adam"
+
+    def loss_fn(ps, x, y):
+        h = x
+        for i in range(nl):
+            h = h @ ps[2 * i] + ps[2 * i + 1]
+            if i < nl - 1:
+                h = jax.nn.relu(h)
+        logp = jax.nn.log_softmax(h, axis=1)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    def train(ps, ms, vs, t, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(ps, x, y)
+        if not adam:
+            return [p - lr * g for p, g in zip(ps, grads)], ms, vs, t, loss
+        t = t + 1
+        alpha = lr * jnp.sqrt(1 - B2 ** t) / (1 - B1 ** t)
+        ms = [m + (g - m) * (1 - B1) for g, m in zip(grads, ms)]
+        vs = [v + (g * g - v) * (1 - B2) for g, v in zip(grads, vs)]
+        ps = [p - alpha * m / (jnp.sqrt(v) + EPS) for p, m, v in zip(ps, ms, vs)]
+        return ps, ms, vs, t, loss
+
+    f = jax.jit(train, donate_argnums=(0, 1, 2))
+    zeros = lambda: [jnp.zeros_like(a) for a in init] if adam else []  # noqa: E731
+    state = [[jnp.asarray(a) for a in init], zeros(), zeros(), jnp.float32(0.0)]
+
+    def step():
+        ps, ms, vs, t, loss = jax.block_until_ready(f(*state, x, y))
+        state[:] = [ps, ms, vs, t]
+        return loss
+
+    return Case(step, params=lambda: [np.asarray(p) for p in state[0]])
+
+
+def build_torch(column, workload):
+    import torch
+    import torch.nn.functional as F
+
+    wrap = torch.compile if column == "torch-compile" else (lambda f: f)
+    kind, size = _split(workload)
+    T = lambda a: torch.from_numpy(np.array(a))  # noqa: E731  (a copy of the array)
+    if kind == "chain":
+        x, w, b = (T(a) for a in W.chain_data(W.CHAIN_SIZES[size]))
+        w.requires_grad_()
+        b.requires_grad_()
+
+        @wrap
+        def chain(x):
+            loss = (torch.tanh(x * w + b) * torch.sigmoid(x) + 0.5 * (x - w) ** 2).sum()
+            gw, gb = torch.autograd.grad(loss, [w, b])
+            return loss.detach(), gw, gb
+
+        return Case(lambda: chain(x))
+    if kind == "softmax-ce":
+        logits, labels = W.softmax_ce_data()
+        logits, labels = T(logits).requires_grad_(), T(labels).long()  # torch's label type
+
+        @wrap
+        def ce(logits, labels):
+            loss = F.cross_entropy(logits, labels)
+            (g,) = torch.autograd.grad(loss, [logits])
+            return loss.detach(), g
+
+        return Case(lambda: ce(logits, labels))
+    cfg = W.CONFIGS[size]
+    x, y, init = _mlp_parts(cfg)
+    x, y = T(x), T(y).long()
+    ps = [T(a).requires_grad_() for a in init]
+    ms = [torch.zeros_like(p) for p in ps]
+    vs = [torch.zeros_like(p) for p in ps]
+    t = torch.zeros((), dtype=torch.float32)
+    nl, lr = len(ps) // 2, cfg["lr"]
+
+    @wrap
+    def step(x, y):
+        h = x
+        for i in range(nl):
+            h = h @ ps[2 * i] + ps[2 * i + 1]
+            if i < nl - 1:
+                h = torch.relu(h)
+        loss = F.cross_entropy(h, y)
+        grads = torch.autograd.grad(loss, ps)
+        with torch.no_grad():
+            if cfg["opt"] == "sgd":
+                for p, g in zip(ps, grads):
+                    p.sub_(lr * g)
+            else:
+                t.add_(1.0)
+                alpha = lr * torch.sqrt(1 - torch.pow(B2, t)) / (1 - torch.pow(B1, t))
+                for p, g, m, v in zip(ps, grads, ms, vs):
+                    m.add_((g - m) * (1 - B1))
+                    v.add_((g * g - v) * (1 - B2))
+                    p.sub_(alpha * m / (torch.sqrt(v) + EPS))
+        return loss.detach()
+
+    return Case(lambda: step(x, y), params=lambda: [p.detach().numpy().copy() for p in ps])
+
+
+BUILDERS = {"numpy": build_numpy, "jittape": build_jittape, "tensorflow": build_tensorflow,
+            "jax": build_jax, "torch": build_torch}
+
+
+def _split(workload):
+    kind, _, size = workload.rpartition("-")
+    return (kind, size) if kind in ("chain", "mlp") else (workload, "")
+
+
+# -- checking against numpy ----------------------------------------------------------
+
+def _np(a):
+    if hasattr(a, "detach"):
+        a = a.detach()
+    if hasattr(a, "numpy"):
+        a = a.numpy()
+    return np.asarray(a, dtype=np.float64)
+
+
+def _close(what, got, want, rtol, atol):
+    got, want = _np(got), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return f"{what}: shape {got.shape}, numpy's {want.shape}"
+    err = np.abs(got - want)
+    if not np.all(err <= atol + rtol * np.abs(want)):  # NaN fails too
+        return f"{what}: max abs err {err.max() if err.size else 0:.2g}"
+    return None
+
+
+def check(workload, case, out):
+    """None when the first call's results equal numpy's, else what differs."""
+    kind, size = _split(workload)
+    if kind == "chain":
+        loss, gw, gb = W.chain_numpy(*W.chain_data(W.CHAIN_SIZES[size]))
+        probs = [_close("loss", out[0], loss, 1e-4, 0.0),
+                 _close("dw", out[1], gw, 1e-4, 1e-4), _close("db", out[2], gb, 1e-4, 1e-4)]
+    elif kind == "softmax-ce":
+        loss, g = W.softmax_ce_numpy(*W.softmax_ce_data())
+        probs = [_close("loss", out[0], loss, 1e-4, 0.0),
+                 _close("dlogits", out[1], g, 1e-4, 1e-4 * np.abs(g).max())]
+    else:
+        cfg = W.CONFIGS[size]
+        x, y, init = _mlp_parts(cfg)
+        ref = W.NumpyStep(cfg, [a.copy() for a in init[0::2]], [a.copy() for a in init[1::2]])
+        loss = ref(x, y)
+        probs = [_close("loss", out, loss, 1e-4, 0.0)]
+        got = case.params()
+        for i, (p, q, p0) in enumerate(zip(got, ref.params, init)):
+            probs.append(_close(f"weight {i}", p, q, 1e-4, 1e-5))
+            upd = q.astype(np.float64) - p0
+            probs.append(_close(f"update {i}", _np(p) - p0, upd, 0.0,
+                                0.05 * np.abs(upd).max()))
+        if len(got) != len(ref.params):
+            probs.append(f"{len(got)} weights, numpy's {len(ref.params)}")
+    probs = [p for p in probs if p]
+    return "; ".join(probs[:2]) if probs else None
+
+
+# -- timing --------------------------------------------------------------------------
+
+def median_time(step, repeat, loop_s):
+    """timeit's repeat: loops of ``number`` calls, ``number`` chosen so a loop takes
+    about ``loop_s``; the median time per call."""
+    timer = timeit.Timer(step)
+    one = min(timer.repeat(repeat=3, number=1))
+    number = max(1, round(loop_s / max(one, 1e-9)))
+    return statistics.median(timer.repeat(repeat=repeat, number=number)) / number
+
+
+def warm_up(step, warm_s):
+    end, n = time.perf_counter() + warm_s, 0
+    while n < 10 or time.perf_counter() < end:
+        step()
+        n += 1
+
+
+def run_worker(name, columns, threads, cpus, quick, workloads, out_path):
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    if name == "torch":
+        import torch
+        torch.set_num_threads(threads)
+        torch.set_num_interop_threads(threads)
+    elif name == "tensorflow":
+        import tensorflow as tf
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    opts = QUICK if quick else FULL
+    results = {}
+    for column in columns:
+        for workload in workloads:
+            res = {}
+            try:
+                case = BUILDERS[name](column, workload)
+                t0 = time.perf_counter()
+                out = case.step()
+                res["first_s"] = time.perf_counter() - t0
+                bad = check(workload, case, out)
+                if bad:
+                    res.update(status="mismatch", detail=bad)
+                else:
+                    if case.settle is not None:
+                        case.settle(case.step)
+                    warm_up(case.step, opts["warm_s"])
+                    res["median_s"] = median_time(case.step, opts["repeat"], opts["loop_s"])
+                    res["status"] = "ok"
+            except Exception as e:  # noqa: BLE001  (reported in the table, not fatal)
+                res.update(status="error", detail=f"{type(e).__name__}: {e}"[:300])
+            results.setdefault(column, {})[workload] = res
+            print(f"{_PROGRESS}{column:18s} {workload:11s} {res['status']:8s} "
+                  f"{_fmt_time(res.get('median_s'))}  first call "
+                  f"{_fmt_time(res.get('first_s'))}  {res.get('detail', '')}",
+                  file=sys.stderr, flush=True)
+    with open(out_path, "w") as f:
+        json.dump(results, f)
+
+
+# -- the parent: one worker per framework, then the table ----------------------------
+
+def _version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _worker_env(threads, tmp):
+    env = dict(os.environ)
+    n = str(threads)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "NUMBA_NUM_THREADS", "JITTAPE_KERNEL_BLAS_THREADS",
+                "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        env[var] = n
+    eigen = "true" if threads > 1 else "false"
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + f" --xla_cpu_multi_thread_eigen={eigen}"
+                        ).strip()
+    env.update(JITTAPE_BACKGROUND_COMPILE="0", JITTAPE_CACHE_DIR=str(Path(tmp, "jittape")),
+               TORCHINDUCTOR_CACHE_DIR=str(Path(tmp, "inductor")), TF_CPP_MIN_LOG_LEVEL="2",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(HERE.parent),
+                                                        env.get("PYTHONPATH")])))
+    return env
+
+
+def run_all(frameworks, workloads, threads, cpus, quick, timeout):
+    """One process per framework, column and workload, one after the other, each with
+    empty compile caches."""
+    results, versions = {}, {"numpy": np.__version__}
+    for name in frameworks:
+        module, columns, dists = WORKERS[name]
+        if module is not None and importlib.util.find_spec(module) is None:
+            for c in columns:
+                results[c] = {w: {"status": "not installed"} for w in workloads}
+            continue
+        for d in dists:
+            if _version(d):
+                versions[d] = _version(d)
+        for column in columns:
+            print(f"{column}:", file=sys.stderr, flush=True)
+            for workload in workloads:
+                results.setdefault(column, {})[workload] = _run_one(
+                    name, column, workload, threads, cpus, quick, timeout)
+    return results, versions
+
+
+def _run_one(name, column, workload, threads, cpus, quick, timeout):
+    with tempfile.TemporaryDirectory(prefix="jittape-peers-") as tmp:
+        out = Path(tmp, "result.json")
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name,
+               "--column", column, "--workloads", workload, "--threads", str(threads),
+               "--cpus", ",".join(map(str, cpus)), "--worker-out", str(out)]
+        if quick:
+            cmd.append("--quick")
+        try:  # the frameworks' own logging stays out of sight unless the worker fails
+            proc = subprocess.run(cmd, env=_worker_env(threads, tmp), timeout=timeout,
+                                  stderr=subprocess.PIPE, text=True)
+            ours = [ln for ln in proc.stderr.splitlines() if ln.startswith(_PROGRESS)]
+            print("\n".join(ours or proc.stderr.splitlines()[-20:]), file=sys.stderr,
+                  flush=True)
+            why = f"worker exited {proc.returncode}" if proc.returncode else "no result"
+        except subprocess.TimeoutExpired:
+            why = f"worker timed out after {timeout} s"
+        if out.exists():
+            return json.loads(out.read_text())[column][workload]
+        return {"status": "error", "detail": why}
+
+
+def _fmt_time(s):
+    if s is None:
+        return "—"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def _fmt_ratio(r):
+    return f"{r:.0f}" if r >= 10 else f"{r:.1f}" if r >= 1 else f"{r:.2f}"
+
+
+def _cell(res, base):
+    status = res.get("status")
+    if status == "ok":
+        t = res["median_s"]
+        ratio = f" ({_fmt_ratio(t / base)}×)" if base else ""
+        return _fmt_time(t) + ratio
+    if status == "not installed":
+        return "not installed"
+    return f"{status}"
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def markdown(results, versions, workloads, threads, quick):
+    cols = [c for c in COLUMNS if c in results]
+    lines = ["| workload | " + " | ".join(COLUMNS[c] for c in cols) + " |",
+             "| --- |" + " --- |" * len(cols)]
+    notes = []
+    for w in workloads:
+        base = results.get(BASELINE, {}).get(w, {}).get("median_s")
+        cells = []
+        for c in cols:
+            res = results[c].get(w, {"status": "error"})
+            cells.append(_cell(res, base))
+            if res.get("detail"):
+                notes.append(f"- {COLUMNS[c]}, {WORKLOADS[w]}: {res['status']}: {res['detail']}")
+        lines.append(f"| {WORKLOADS[w]} | " + " | ".join(cells) + " |")
+    lines += ["", "First call, in a fresh process with empty compile caches (trace + "
+              "compile; eager: the first step, jittape's compiling its backward):", "",
+              "| workload | " + " | ".join(COLUMNS[c] for c in cols) + " |",
+              "| --- |" + " --- |" * len(cols)]
+    for w in workloads:
+        lines.append(f"| {WORKLOADS[w]} | " + " | ".join(
+            _fmt_time(results[c].get(w, {}).get("first_s")) for c in cols) + " |")
+    vs = ", ".join(f"{k} {v}" for k, v in versions.items())
+    lines += [
+        "",
+        f"Medians of the time per call{' (--quick)' if quick else ''}; in brackets the "
+        "ratio to jittape `@jt.function` (above 1: slower than it). float32, the same "
+        "initial weights and batch everywhere; every framework's first results checked "
+        "against hand-written numpy before timing.",
+        f"{datetime.date.today().isoformat()}; {platform.platform()}, {_cpu_name()}, "
+        f"{os.cpu_count()} CPUs; Python {platform.python_version()}; {vs}.",
+        f"Threads: every framework in its own process pinned to {threads} CPU(s), "
+        f"OMP/MKL/OpenBLAS/Numba threads = {threads}, TF intra-op = inter-op = {threads}, "
+        f"torch.set_num_threads({threads}) and set_num_interop_threads({threads}), XLA "
+        "sized by the CPUs it may use; jittape's numpy BLAS at 1 thread (its default), "
+        f"its compiled code's BLAS at {threads}.",
+    ]
+    if notes:
+        lines += ["", "Not timed or failed:", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
+    ap.add_argument("--out", help="write the markdown tables to this file too")
+    ap.add_argument("--json", help="write the raw results to this file")
+    ap.add_argument("--threads", type=int, help="threads per framework (default: all CPUs "
+                    "this process may use)")
+    ap.add_argument("--frameworks", default=",".join(WORKERS),
+                    help=f"comma-separated, of {', '.join(WORKERS)}")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS),
+                    help=f"comma-separated, of {', '.join(WORKLOADS)}")
+    ap.add_argument("--timeout", type=int, default=600,
+                    help="seconds per framework and workload")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--worker-out", help=argparse.SUPPRESS)
+    ap.add_argument("--cpus", help=argparse.SUPPRESS)
+    ap.add_argument("--column", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    workloads = [w for w in args.workloads.split(",") if w]
+    for w in workloads:
+        if w not in WORKLOADS:
+            ap.error(f"unknown workload {w!r}; choose from {', '.join(WORKLOADS)}")
+    if args.worker:
+        cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
+        columns = [args.column] if args.column else WORKERS[args.worker][1]
+        run_worker(args.worker, columns, args.threads, cpus, args.quick, workloads,
+                   args.worker_out)
+        return 0
+    frameworks = [f for f in args.frameworks.split(",") if f]
+    for f in frameworks:
+        if f not in WORKERS:
+            ap.error(f"unknown framework {f!r}; choose from {', '.join(WORKERS)}")
+    allowed = sorted(os.sched_getaffinity(0))
+    threads = args.threads or len(allowed)
+    if not 1 <= threads <= len(allowed):
+        ap.error(f"--threads must be between 1 and {len(allowed)}")
+    results, versions = run_all(frameworks, workloads, threads, allowed[:threads],
+                                args.quick, args.timeout)
+    text = markdown(results, versions, workloads, threads, args.quick)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"results": results, "versions": versions},
+                                              indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
