@@ -270,11 +270,13 @@ def _split_desc(desc: str) -> tuple[str, str]:
     ``("reduction, axes [1]: exp", "f32[64,10]")``."""
     head, sep, ops = desc.partition(": ")
     shapes = ", ".join(_TYPE.findall(head))
-    words = [w for w in _TYPE.sub("", head).split() if w not in ("of", "over", "reducing")]
+    words = [w for w in _TYPE.sub("", head).replace(",", " ").split()
+             if w not in ("of", "over", "reducing")]
     kind = " ".join(words).replace("reduction axes", "reduction, axes")
+    kind = "flat loop" if kind == "loop flat" else kind
     if not sep:
         return kind, shapes
-    return (f"{kind}: {ops}" if kind and kind != "loop" else ops), shapes
+    return (f"{kind}: {ops}" if kind and kind not in ("loop", "flat loop") else ops), shapes
 
 
 def _clip(s: str, n: int) -> str:

@@ -138,3 +138,5 @@ def test_description_split():
         "add, relu", "f32[64,128]")
     ops, shapes = profiler._split_desc("reduction of f32[64,10] reducing axes [1]: exp")
     assert ops == "reduction, axes [1]: exp" and shapes == "f32[64,10]"
+    assert profiler._split_desc("loop over f32[784,512], flat: sqrt, add") == (
+        "sqrt, add", "f32[784,512]")
