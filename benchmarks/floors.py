@@ -2,8 +2,9 @@
 floor derived from them: the least time the bytes that must move, or the FLOPs that
 must be done, can take on this machine.
 
-- **bandwidth**: bytes read + written per second by ``np.copyto`` of a 256 MB float32
-  array (one thread, larger than any cache);
+- **bandwidth**: bytes read + written per second by a copy of a 256 MB float32 array
+  (larger than any cache) on every core (a Numba ``prange`` loop; ``np.copyto`` uses one
+  core, about half of it here);
 - **GEMM rate**: float32 FLOP/s of a 1024 x 1024 x 1024 ``matmul`` through numpy's BLAS
   on every core.
 
@@ -36,9 +37,16 @@ def measure_ceilings() -> dict:
     """``{"bandwidth_Bps": ..., "gemm_flops": ...}`` for this machine, now."""
     from jittape.backends import blas
 
+    import numba
+
+    @numba.njit(parallel=True, nogil=True)
+    def copy(dst, src):
+        for i in numba.prange(src.shape[0]):
+            dst[i] = src[i]
+
     src = np.ones(1 << 26, np.float32)  # 256 MB
     dst = np.empty_like(src)
-    t = _median(lambda: np.copyto(dst, src), 5)
+    t = _median(lambda: copy(dst, src), 5)
     bandwidth = 2 * src.nbytes / t
     n = 1024
     rng = np.random.default_rng(0)

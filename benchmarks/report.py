@@ -27,6 +27,17 @@ def _impl(b) -> str:
     return (b.get("extra_info") or {}).get("impl") or b["name"]
 
 
+def _notes(info: dict) -> str:
+    """What a fresh-process benchmark measured inside its process (its median is the
+    whole process: interpreter start-up and imports too)."""
+    if "first_call_s" not in info:
+        return ""
+    out = f"first call {fmt_time(info['first_call_s'])}"
+    if info.get("compiled_s", 0) > info["first_call_s"] + 1e-3:
+        out += f", compiled after {fmt_time(info['compiled_s'])}"
+    return out + f" (import jittape {fmt_time(info.get('import_s'))})"
+
+
 def groups(data: dict) -> dict:
     out: dict = {}
     for b in data["benchmarks"]:
@@ -42,7 +53,7 @@ def report(data: dict, markdown: bool = False) -> str:
         lines.append(f"machine ceilings (this run): copy bandwidth "
                      f"{ceil['bandwidth_Bps'] / 1e9:.1f} GB/s (read + write), float32 GEMM "
                      f"{ceil['gemm_flops'] / 1e9:.1f} GFLOP/s")
-    head = ["impl", "median", "vs numpy", "floor", "vs floor", "compile (kept out)"]
+    head = ["impl", "median", "vs numpy", "floor", "vs floor", "compile (kept out)", "notes"]
     for name, bs in groups(data).items():
         ref = next((b for b in bs if _impl(b) == "numpy"), None)
         rows = []
@@ -53,7 +64,8 @@ def report(data: dict, markdown: bool = False) -> str:
             fl = info.get("floor_s")
             rows.append([_impl(b), fmt_time(med), vs_np,
                          f"{fmt_time(fl)} ({info.get('floor_basis')})" if fl else "",
-                         f"{med / fl:.2f}×" if fl else "", fmt_time(info.get("compile_s"))])
+                         f"{med / fl:.2f}×" if fl else "", fmt_time(info.get("compile_s")),
+                         _notes(info)])
         lines.append("")
         lines.append(f"## {name}" if markdown else f"-- {name} --")
         if markdown:
