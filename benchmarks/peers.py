@@ -23,10 +23,11 @@ Each cell (framework, variant, workload) runs in a process of its own (numpy's w
 jittape imported), one after the other, pinned to the same N CPUs (``--threads``,
 default: all this process may use) with every thread pool sized N:
 ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``,
-``NUMBA_NUM_THREADS``, ``JITTAPE_KERNEL_BLAS_THREADS``, TensorFlow's intra- and
-inter-op pools, ``torch.set_num_threads`` and ``set_num_interop_threads``; XLA sizes
-its pool by the CPUs it may use. jittape keeps its own default of one thread for
-numpy's BLAS in the eager forward (``jittape/backends/blas.py``). Compile caches start
+``NUMBA_NUM_THREADS``, TensorFlow's intra- and inter-op pools, ``torch.set_num_threads``
+and ``set_num_interop_threads``; XLA sizes its pool by the CPUs it may use. jittape
+keeps its defaults: one thread for numpy's BLAS in the eager forward, and compiled
+programs that measure whether their matmuls run faster on N BLAS threads or on one
+(``jittape/backends/blas.py``, ``cpu.Program._run_tuned``). Compile caches start
 empty (a fresh ``JITTAPE_CACHE_DIR`` and ``TORCHINDUCTOR_CACHE_DIR``) and jittape
 compiles on the first call (``JITTAPE_BACKGROUND_COMPILE=0``), so the "first call"
 table is each framework's trace + compile from cold (the import not counted).
@@ -481,7 +482,7 @@ def _worker_env(threads, tmp):
     env = dict(os.environ)
     n = str(threads)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                "NUMBA_NUM_THREADS", "JITTAPE_KERNEL_BLAS_THREADS",
+                "NUMBA_NUM_THREADS",
                 "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
         env[var] = n
     eigen = "true" if threads > 1 else "false"
@@ -606,7 +607,8 @@ def markdown(results, versions, workloads, threads, quick):
         f"OMP/MKL/OpenBLAS/Numba threads = {threads}, TF intra-op = inter-op = {threads}, "
         f"torch.set_num_threads({threads}) and set_num_interop_threads({threads}), XLA "
         "sized by the CPUs it may use; jittape's numpy BLAS at 1 thread (its default), "
-        f"its compiled code's BLAS at {threads}.",
+        f"its compiled programs choose 1 or {threads} BLAS threads by measuring (their "
+        "default).",
     ]
     if notes:
         lines += ["", "Not timed or failed:", *notes]

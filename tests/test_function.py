@@ -594,7 +594,7 @@ def test_background_compile_of_the_parallel_variant(monkeypatch):
     assert prog.par_thread is not None
     f.wait()
     assert prog.par_ready
-    for _ in range(cpu._TUNE_CALLS + 2):
+    for _ in range(2 * cpu._TUNE_CALLS + 2):
         np.testing.assert_allclose(f(x).numpy(), want, rtol=2e-6, atol=1e-7)
     assert prog.threads is not None
 
