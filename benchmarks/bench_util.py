@@ -34,3 +34,18 @@ def record(benchmark, impl: str, ceilings: dict | None = None, floor: dict | Non
     if floor:
         benchmark.extra_info.update(floor)
     benchmark.extra_info.update(info)
+
+
+def compile_seconds(fn) -> float:
+    """The compile time of a ``jt.function``'s programs (or a disk-cache load)."""
+    return sum(cf.times.get("compile", 0.0) for cf in fn._cache.values())
+
+
+def ready(step) -> dict:
+    """Run a ``workloads`` step until it is settled (compiled, its way of running chosen);
+    returns ``{"compile_s": ...}`` for a ``jt.function`` step, else ``{}``."""
+    step()
+    if step.function is not None:
+        step.function.wait()
+    settle(step)
+    return {"compile_s": compile_seconds(step.function)} if step.function else {}

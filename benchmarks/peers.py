@@ -65,6 +65,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import workloads as W  # noqa: E402  (numpy only: no framework is imported here)
+from compare import fmt_time as _fmt_time  # noqa: E402
 
 WORKLOADS = {
     "chain-1M": "chain fwd+bwd, N = 1M",
@@ -538,13 +539,6 @@ def _run_one(name, column, workload, threads, cpus, quick, timeout):
         return {"status": "error", "detail": why}
 
 
-def _fmt_time(s):
-    if s is None:
-        return "—"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if s >= scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s / 1e-9:.3g} ns"
 
 
 def _fmt_ratio(r):

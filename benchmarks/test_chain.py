@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jittape as jt
-from bench_util import record, settle
+from bench_util import ready, record, settle
 from floors import chain_backward_floor, chain_step_floor
 from workloads import CHAIN_SIZES, chain_data, chain_jittape, chain_numpy
 
@@ -38,11 +38,6 @@ def _run(benchmark, fn, size):
     return benchmark.pedantic(fn, rounds=ROUNDS[size], iterations=1, warmup_rounds=2)
 
 
-def compile_seconds(fn) -> float:
-    """The compile time of a ``jt.function``'s programs (or a disk-cache load)."""
-    return sum(cf.times.get("compile", 0.0) for cf in fn._cache.values())
-
-
 @pytest.mark.parametrize("size", list(CHAIN_SIZES))
 @pytest.mark.parametrize("impl", IMPLS)
 def test_chain(benchmark, ceilings, impl, size):
@@ -57,12 +52,7 @@ def test_chain(benchmark, ceilings, impl, size):
         return
     kind, backend = impl.split("-")
     step = chain_jittape(x, w, b, compiled=kind == "function", backend=backend)
-    step()
-    if step.function is not None:
-        step.function.wait()
-    settle(step)
-    info = {"compile_s": compile_seconds(step.function)} if step.function else {}
-    record(benchmark, impl, ceilings, floor, **info)
+    record(benchmark, impl, ceilings, floor, **ready(step))
     _check(*_run(benchmark, step, size), ref)
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench_util import record, settle
+from bench_util import ready, record
 from floors import softmax_ce_floor
-from test_chain import compile_seconds
 from workloads import SOFTMAX_CE, softmax_ce_data, softmax_ce_jittape, softmax_ce_numpy
 
 
@@ -30,12 +29,7 @@ def test_softmax_ce(benchmark, ceilings, impl):
     else:
         kind, backend = impl.split("-")
         step = softmax_ce_jittape(logits, labels, compiled=kind == "function", backend=backend)
-        step()
-        if step.function is not None:
-            step.function.wait()
-        settle(step)
-        info = {"compile_s": compile_seconds(step.function)} if step.function else {}
-        record(benchmark, impl, ceilings, floor, **info)
+        record(benchmark, impl, ceilings, floor, **ready(step))
         loss, grad = benchmark(step)
     np.testing.assert_allclose(float(np.asarray(loss)), float(want_loss), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(grad), want_grad, rtol=1e-4, atol=1e-7)

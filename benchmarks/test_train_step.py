@@ -26,9 +26,8 @@ import jittape as jt
 from jittape.backends import blas
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_util import record, settle  # noqa: E402
+from bench_util import compile_seconds, record, settle  # noqa: E402
 from floors import mlp_floor  # noqa: E402
-from test_chain import compile_seconds  # noqa: E402
 from train_steps import CONFIGS, NumpyStep, data, jittape_step  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -120,3 +120,19 @@ def evict(cache, kind: str) -> list:
         except KeyError:  # emptied meanwhile
             break
     return dropped
+
+
+def log(topic: str, msg: str) -> None:
+    """Write ``msg`` on the ``jittape`` logger as ``jittape[topic]: msg`` (to stderr when
+    the application configured no handler for it)."""
+    import logging
+    import sys
+
+    logger = logging.getLogger("jittape")
+    if not logger.handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("jittape[%(topic)s]: %(message)s"))
+        logger.addHandler(h)
+    if logger.level == logging.NOTSET or logger.level > logging.INFO:
+        logger.setLevel(logging.INFO)
+    logger.info(msg, extra={"topic": topic})

@@ -550,18 +550,10 @@ def _explain_none_enabled() -> bool:
 
 
 def _emit(msg: str) -> None:
-    """Log on the ``jittape`` logger, as ``function._log`` does (topic ``explain``)."""
-    import logging
-    import sys
+    """Log on the ``jittape`` logger (topic ``explain``)."""
+    from .config import log
 
-    logger = logging.getLogger("jittape")
-    if not logger.handlers:
-        h = logging.StreamHandler(sys.stderr)
-        h.setFormatter(logging.Formatter("jittape[%(topic)s]: %(message)s"))
-        logger.addHandler(h)
-    if logger.level == logging.NOTSET or logger.level > logging.INFO:
-        logger.setLevel(logging.INFO)
-    logger.info(msg, extra={"topic": "explain"})
+    log("explain", msg)
 
 
 def _after_gradient(tape, targets, sources, grads):

@@ -24,9 +24,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
-import logging
 import os
-import sys
 import threading
 import time
 import types
@@ -47,7 +45,6 @@ from .tensor import _config as _tensor_config
 
 __all__ = ["function", "Function", "TensorSpec", "CacheInfo"]
 
-_logger = logging.getLogger("jittape")
 
 
 def _log_enabled(topic: str) -> bool:
@@ -59,15 +56,8 @@ def _log_enabled(topic: str) -> bool:
 
 
 def _log(topic: str, msg: str) -> None:
-    if not _log_enabled(topic):
-        return
-    if not _logger.handlers:
-        h = logging.StreamHandler(sys.stderr)
-        h.setFormatter(logging.Formatter("jittape[%(topic)s]: %(message)s"))
-        _logger.addHandler(h)
-    if _logger.level == logging.NOTSET or _logger.level > logging.INFO:
-        _logger.setLevel(logging.INFO)
-    _logger.info(msg, extra={"topic": topic})
+    if _log_enabled(topic):
+        _config.log(topic, msg)
 
 
 # ---------------------------------------------------------------------------

@@ -55,19 +55,26 @@ def limit_threads(n: int | None = None, kernel_n: int | None = None) -> list:
         want = n if "numpy" in os.path.basename(os.path.dirname(path)) else kernel_n
         if want <= 0:
             continue
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for sym in _SETTERS:
-            fn = getattr(lib, sym, None)
-            if fn is not None:
-                fn.argtypes = [ctypes.c_int]
-                fn(int(want))
-                done.append(path)
-                break
+        fn = _setter(path)
+        if fn is not None:
+            fn(int(want))
+            done.append(path)
     _done[:] = done
     return done
+
+
+def _setter(path: str):
+    """The OpenBLAS library's set-threads function, or None."""
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None
+    for sym in _SETTERS:
+        fn = getattr(lib, sym, None)
+        if fn is not None:
+            fn.argtypes = [ctypes.c_int]
+            return fn
+    return None
 
 
 _kernel: list = []  # [setter for scipy's OpenBLAS or None, the count it was last set to]
@@ -82,22 +89,9 @@ def set_kernel_threads(n: int) -> None:
     """Set scipy's OpenBLAS (the one compiled code calls) to ``n`` threads; a no-op when
     it is at ``n`` already, or when it cannot be set. Cheap enough to call per step."""
     if not _kernel:
-        fn = None
-        for path in _loaded_blas():
-            if "numpy" in os.path.basename(os.path.dirname(path)):
-                continue
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            for sym in _SETTERS:
-                fn = getattr(lib, sym, None)
-                if fn is not None:
-                    fn.argtypes = [ctypes.c_int]
-                    break
-            if fn is not None:
-                break
-        _kernel[:] = [fn, None]
+        fns = [_setter(p) for p in _loaded_blas()
+               if "numpy" not in os.path.basename(os.path.dirname(p))]
+        _kernel[:] = [next((f for f in fns if f is not None), None), None]
     fn, cur = _kernel
     if fn is not None and cur != n:
         fn(int(n))
