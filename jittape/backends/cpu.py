@@ -1211,14 +1211,19 @@ class Program:
         if self.calls <= 2:  # the first calls compile or load: not measurements
             self._run_way(ways[0], rest)
             return
-        way = ways[len(self.trials) % len(ways)]
+        # each way runs a block of _TUNE_CALLS calls in a row, and the first two of a
+        # block are not counted: the pool of the way before (OpenMP's threads spin for a
+        # while after a parallel loop) would slow them down (measured: the large MLP
+        # step's BLAS-on-two-threads calls took 9.5 ms instead of 3.3 right after a
+        # parallel-loop call, and the tuner kept the 5.3 ms way)
+        way = ways[len(self.trials) // _TUNE_CALLS]
         t0 = time.perf_counter()
         self._run_way(way, rest)
         self.trials.append((way, time.perf_counter() - t0))
         if len(self.trials) >= _TUNE_CALLS * len(ways):
             med = {}
             for w in ways:
-                ts = sorted(t for m, t in self.trials if m == w)
+                ts = sorted([t for m, t in self.trials if m == w][2:])
                 med[w] = ts[len(ts) // 2]
             # the first way (serial, BLAS on all cores) unless another is 10% faster
             best = min(ways, key=lambda w: med[w])
