@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from train_steps import B1, B2, CONFIGS, EPS, NumpyStep, data, jittape_step  # noqa: F401
+from train_steps import (  # noqa: F401 (re-exported)
+    B1, B2, EPS, CONFIGS, NumpyStep, data, jittape_step, softmax_ce_numpy)
 
 CHAIN_SIZES = {"1M": 1 << 20, "8M": 1 << 23}
 SOFTMAX_CE = {"batch": 256, "classes": 1000}
@@ -66,20 +67,6 @@ def softmax_ce_data(seed=0, batch=SOFTMAX_CE["batch"], classes=SOFTMAX_CE["class
     logits = (rng.standard_normal((batch, classes)) * 3).astype(np.float32)
     labels = rng.integers(0, classes, batch).astype(np.int32)
     return logits, labels
-
-
-def softmax_ce_numpy(logits, labels):
-    """(mean loss, dloss/dlogits) by hand, with the max subtracted."""
-    n = logits.shape[0]
-    z = logits - logits.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    s = e.sum(axis=1, keepdims=True)
-    rows = np.arange(n)
-    loss = (np.log(s[:, 0]) - z[rows, labels]).mean()
-    g = e / s
-    g[rows, labels] -= 1
-    g /= np.float32(n)
-    return loss, g
 
 
 def softmax_ce_jittape(logits, labels, compiled, backend="cpu"):
