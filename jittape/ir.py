@@ -88,6 +88,8 @@ class Type:
 # Op records
 
 KINDS = ("elementwise", "reduction", "contraction", "shape", "other", "fused")
+# the reductions' monoids the code generators accumulate with
+MONOIDS = ("add", "max", "min")
 
 # Every op declared with ``jittape.ops.defop`` is listed here by name, so that passes
 # can build nodes (``get_op("broadcast_to")``) without importing the registry.
@@ -141,11 +143,21 @@ class OpDef:
     commutative: bool = False
     domain: Any = None  # test hint: where finite differences are meaningful
     doc: str = ""
-    extra: dict = field(default_factory=dict)
+    # a reduction's monoid (how its code generators accumulate): one of MONOIDS
+    monoid: str | None = None
+    cut: bool = False  # tapes record nothing past it (stop_gradient)
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"op {self.name!r}: unknown kind {self.kind!r}")
+        if self.monoid is not None:
+            if self.kind != "reduction":
+                raise ValueError(
+                    f"op {self.name!r}: field 'monoid' is for reductions, not kind {self.kind!r}")
+            if self.monoid not in MONOIDS:
+                raise ValueError(
+                    f"op {self.name!r}: field 'monoid' is {self.monoid!r}; the code "
+                    f"generators know {', '.join(map(repr, MONOIDS))}")
 
     @property
     def differentiable(self) -> bool:
@@ -178,7 +190,8 @@ class Const:
 
     def key(self):
         if self._key is None:
-            digest = hashlib.sha256(np.ascontiguousarray(self.array).tobytes()).hexdigest()[:16]
+            # the whole digest of the exact bytes: two constants are one only when equal
+            digest = hashlib.sha256(np.ascontiguousarray(self.array).tobytes()).hexdigest()
             self._key = (self.array.dtype.name, self.array.shape, digest)
         return self._key
 
@@ -353,14 +366,63 @@ class Graph:
         )
 
     def structural_key(self) -> str:
-        """A content hash of the canonical graph: same structure, types and attrs (names
-        and value ids do not count)."""
-        c = self.canonical()
-        text = print_graph(Graph(c.inputs, c.input_types, c.nodes, c.outputs, "g"))
-        return hashlib.sha256(text.encode()).hexdigest()
+        """A content hash of the canonical graph: same structure, types and attrs, with
+        constants by their exact bytes (names and value ids do not count). Never the
+        printed text: the printer rounds constants."""
+        h = hashlib.sha256()
+        _hash_graph(h, self.canonical())
+        return h.hexdigest()
 
     def __str__(self):
         return print_graph(self)
+
+
+def _hash_graph(h, g: "Graph") -> None:
+    """Feed the canonical graph ``g`` to the hash ``h``: every field that gives a node
+    its meaning, each value tagged with its Python type (``1``, ``1.0`` and ``True``
+    differ), floats by ``repr`` (exact, ``-0.0`` apart from ``0.0``), arrays by their
+    bytes."""
+    h.update(b"G(")
+    for t in g.input_types:
+        _hash_value(h, t)
+    for n in g.nodes:
+        h.update(b"N" + n.op.name.encode() + b"(")
+        for v in (n.inputs, n.outputs, n.types):
+            _hash_value(h, v)
+        for k, v in n.attrs:
+            h.update(b"@" + k.encode() + b"=")
+            _hash_value(h, v)
+        h.update(b")")
+    _hash_value(h, g.outputs)
+    h.update(b")")
+
+
+def _hash_value(h, v) -> None:
+    t = type(v)
+    if t is Graph:
+        _hash_graph(h, v)
+    elif t is Const:
+        a = v.array
+        h.update(f"C{a.dtype.str}{a.shape}:".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    elif t is Type:
+        h.update(f"T{v.dtype}{v.shape}".encode())
+    elif t in (tuple, list):
+        h.update(b"(" if t is tuple else b"[")
+        for x in v:
+            _hash_value(h, x)
+        h.update(b")")
+    elif t is Opaque:
+        # compared by identity: the cache that holds the graph keeps the object alive
+        h.update(f"O{id(v.value)}".encode())
+    elif isinstance(v, np.ndarray):
+        _hash_value(h, Const(v))
+    elif isinstance(v, np.generic):
+        h.update(f"S{v.dtype.str}:".encode() + v.tobytes())
+    elif isinstance(v, OpDef):
+        h.update(f"op:{v.name}".encode())
+    else:
+        h.update(f"{t.__name__}:{v!r};".encode())
 
 
 # ---------------------------------------------------------------------------

@@ -212,7 +212,7 @@ class GradientTape:
         else:
             self._other("off", op, ins, outs)
             return
-        if op.extra.get("cut"):
+        if op.cut:
             self._other("cut", op, ins, outs)
             return
         if not any(o._type.is_float for o in outs):
@@ -389,6 +389,8 @@ class GradientTape:
                 seed_map[t._id] = seed if prev is None else E.add(prev, seed)
             res = backward(list(self._nodes), seed_map, want, self._values.get)
         else:
+            # no tape records the VJPs: a tensor seed is only its value
+            seeds = [s._value if isinstance(s, Tensor) else s for s in seeds]
             res = self._run_graph(targets, seeds, want)
         return [None if i is None else res.get(i) for i in ids]
 
@@ -556,9 +558,19 @@ def _as_target(t):
 
 
 def _seed(s, t: Tensor):
-    if isinstance(s, Tensor) and s._value is None:
-        return s
-    a = np.asarray(s.numpy() if isinstance(s, (Tensor, Variable)) else s, dtype=t._type.dtype)
+    """An ``output_gradients`` entry: a tensor stays a tensor (an outer tape that records
+    the VJP ops differentiates through it, as in TF); other values become arrays."""
+    if isinstance(s, Variable):
+        s = s.read_value()
+    if isinstance(s, Tensor):
+        if s._value is None:
+            return s
+        if tuple(s._type.shape) == tuple(t._type.shape):
+            if s._type.dtype != t._type.dtype and s._type.is_float and t._type.is_float:
+                s = E.cast(s, t._type.dtype)  # as a list or an array would be
+            if s._type.dtype == t._type.dtype:
+                return s
+    a = np.asarray(s.numpy() if isinstance(s, Tensor) else s, dtype=t._type.dtype)
     try:
         return np.broadcast_to(a, t._type.shape)
     except ValueError:

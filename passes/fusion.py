@@ -181,7 +181,7 @@ def _category(n: Node, types: dict) -> str:
         return "ew"
     if op.name == "broadcast_to":
         return "ew"
-    if op.kind == "reduction" and op.extra.get("monoid") and _static(n.types[0]):
+    if op.kind == "reduction" and op.monoid and _static(n.types[0]):
         # over size-1 axes only it reduces nothing (simplify makes it a reshape)
         return "red" if types[n.inputs[0]].size != n.types[0].size else "other"
     if op.kind == "contraction":

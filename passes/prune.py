@@ -36,7 +36,7 @@ def prune_unreachable(graph: Graph, report, drop_inputs: bool = False) -> Graph:
 
 def _cuts(n: Node) -> str | None:
     """Why gradient does not flow through ``n`` (None when it does)."""
-    if n.op.extra.get("cut"):
+    if n.op.cut:
         return "stop_gradient"
     if not n.op.differentiable:
         return "no gradient"

@@ -26,6 +26,7 @@ A graph that cannot be compiled runs on ``interpret`` with one warning naming th
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -76,7 +77,6 @@ stats = {"graphs": 0, "compiled": 0, "disk_hits": 0, "memory_hits": 0, "fallback
 # Code generation
 
 
-_DIM_NAME = re.compile(r"\bD\d+\b")
 _TYPE_TEXT = re.compile(r"\b([a-z]+\d*)\[([\d,]*)\]")
 
 
@@ -88,8 +88,58 @@ def _generic(desc: str) -> str:
         + "]", desc)
 
 
+# contractions lowered to a GEMM call (np.dot in nopython code): the one rule is
+# plain matmul; any other op of kind "contraction" is refused (interpret runs it)
+_GEMM_OPS = frozenset({"matmul"})
+
 _ZERO_D_LOAD = re.compile(r"^[xy]\d+ = [ab]\d+\[\(\)\]$")
-_PAR = "<par>"  # in entry lines: "" in entry, "_par" in entry_par
+
+
+class _Names:
+    """The names of one scope of generated code (a kernel, or the entry), given out as
+    the generator asks for them: ``value("v", 812)`` is ``v0`` the first time a kernel
+    asks for a ``v``, and the same name whenever it asks again. The order of asking
+    follows the graph's structure, never its value ids, so two graphs (or two kernels)
+    of one structure give the same text, and no name is ever patched into emitted text
+    afterwards (that would rewrite the user's strings too)."""
+
+    __slots__ = ("of", "count", "dims", "frozen")
+
+    def __init__(self):
+        self.frozen = False  # dim() answers only the dims asked for already
+        self.of: dict = {}  # (prefix, value id) -> name
+        self.count: dict = {}  # prefix -> names given
+        self.dims: dict = {}  # the module's dim name (D3) -> this kernel's (d0), in order
+
+    def value(self, prefix: str, vid) -> str:
+        key = (prefix, vid)
+        name = self.of.get(key)
+        if name is None:
+            k = self.count.get(prefix, 0)
+            self.count[prefix] = k + 1
+            name = self.of[key] = f"{prefix}{k}"
+        return name
+
+    def dim(self, module_name: str) -> str:
+        name = self.dims.get(module_name)
+        if name is None:
+            if self.frozen:
+                return module_name
+            name = self.dims[module_name] = f"d{len(self.dims)}"
+        return name
+
+
+class _Call:
+    """A kernel call in the entry; ``entry_par`` calls the ``_par`` variant."""
+
+    __slots__ = ("name", "parallel", "args")
+
+    def __init__(self, name, parallel, args):
+        self.name, self.parallel, self.args = name, parallel, args
+
+    def render(self, suffix: str) -> str:
+        return f"{self.name}{suffix if self.parallel else ''}({', '.join(self.args)})"
+
 
 
 # Dimension names of the module being generated: size -> name (``D0``...). Sizes are
@@ -98,13 +148,22 @@ _PAR = "<par>"  # in entry lines: "" in entry, "_par" in entry_par
 # code (in memory and on disk) serves it. Only one module is generated at a time
 # (``program`` holds ``_LOCK``).
 _DIMS: dict = {}
+# The scope of the kernel being written, while one is (``_Gen.kernel_scope``): inside
+# it a module dim is a parameter of the kernel, named by that scope (``d0``).
+_KERNEL: list = [None]
 
 
 def _d(size) -> str:
     """A dimension in generated source: its name, or the literal (0, 1 and sizes no
-    input has)."""
+    input has). Inside a kernel, the kernel's own name for it."""
     size = int(size)
-    return _DIMS.get(size, str(size))
+    name = _DIMS.get(size)
+    if name is None:
+        return str(size)
+    scope = _KERNEL[0]
+    if scope is not None and name[0] == "D":
+        return scope.dim(name)
+    return name
 
 
 def _dprod(sizes) -> str:
@@ -182,7 +241,10 @@ class _Gen:
         self.kinfo: list = []  # (name, description) per kernel call
         self.calls_at: list = []  # index in self.entry of each kernel call
         self.kernel_names: dict = {}  # kernel text -> its name (one function per text)
-        self.entry: list = []
+        self.entry: list = []  # lines (str) and kernel calls (_Call)
+        self.names = _Names()  # the entry's names
+        self.scope: _Names | None = None  # the kernel being written (kernel_scope)
+        self._serial = False  # writing a parallel kernel's serial variant
         self.params: list = []
         self.consts: list = []  # const arrays fed to the entry
         self.val: dict = {}  # value id -> _Operand in the entry
@@ -198,12 +260,19 @@ class _Gen:
     # -- entry-level values --------------------------------------------------
     def dest(self, v) -> str:
         """The array a kernel writes value ``v`` into (declared in the entry)."""
+        saved, _KERNEL[0] = _KERNEL[0], None  # entry code, also when a kernel asks
+        try:
+            return self._dest(v)
+        finally:
+            _KERNEL[0] = saved
+
+    def _dest(self, v) -> str:
         t = self.types[v]
         k = self.out_pos.get(v)
         if k is not None:
             name = f"o{k}"
         else:
-            name = f"t{v}"
+            name = self.names.value("t", v)
             s = self.slot_of.get(v)
             if s is not None and t.rank > 0:
                 self.entry.append(f"{name} = w{s}[:{_dprod(t.shape)}].reshape({_shape(t.shape)})")
@@ -230,6 +299,34 @@ class _Gen:
             return self._build()
         finally:
             _DIMS.clear()
+            _KERNEL[0] = None
+
+    @contextlib.contextmanager
+    def kernel_scope(self):
+        """Names for the kernel written inside: its values, and its dims as parameters
+        (``kernel`` reads both). Entry code written meanwhile (``dest``) is outside."""
+        saved = (self.scope, _KERNEL[0])
+        self.scope = _KERNEL[0] = _Names()
+        try:
+            yield self.scope
+        finally:
+            self.scope, _KERNEL[0] = saved
+
+    @contextlib.contextmanager
+    def serial_loops(self):
+        """Loops written meanwhile use ``range`` even where they would be parallel."""
+        self._serial = True
+        try:
+            yield
+        finally:
+            self._serial = False
+
+    def _rng(self, parallel: bool) -> str:
+        return "prange" if parallel and not self._serial else "range"
+
+    def kname(self, prefix: str, vid) -> str:
+        """A value's name in the kernel being written."""
+        return self.scope.value(prefix, vid)
 
     def _build(self) -> str:
         g = self.g
@@ -289,8 +386,8 @@ class _Gen:
                 f"def {fname}({', '.join(params + extra)}):",
                 f'    """Runs the graph\'s {len(self.kernels)} kernels {doc}."""',
             ]
-            entry += ["    " + ln.replace(_PAR, suffix)
-                      for ln in _canonical_names("\n".join(lines)).split("\n")]
+            entry += ["    " + (ln if isinstance(ln, str) else ln.render(suffix))
+                      for ln in lines]
             entry += ["    return 0", ""]
         return "\n".join(head + self.kernels + entry)
 
@@ -310,14 +407,14 @@ class _Gen:
             return
         if name == "reshape":
             x, o = n.inputs[0], n.outputs[0]
-            var = f"t{o}"
+            var = self.names.value("t", o)
             self.entry.append(f"{var} = {self.contiguous(x)}.reshape({_shape(t[0].shape)})")
             self.val[o] = _Operand(var, t[0].shape, True)
             return
         if name == "transpose":
             x, o = n.inputs[0], n.outputs[0]
             perm = tuple(dict(n.attrs)["perm"])
-            var = f"t{o}"
+            var = self.names.value("t", o)
             if perm == (1, 0):  # ``.T`` is typed F-contiguous: BLAS reads it with no copy
                 self.entry.append(f"{var} = {self.val[x].var}.T")
             else:
@@ -328,14 +425,14 @@ class _Gen:
             x, o = n.inputs[0], n.outputs[0]
             src = self.operand(x)
             self.base[o] = src
-            var = f"t{o}"
+            var = self.names.value("t", o)
             self.entry.append(f"{var} = np.broadcast_to({src.var}, {_shape(t[0].shape)})")
             self.val[o] = _Operand(var, t[0].shape, tuple(src.shape) == tuple(t[0].shape)
                                    and src.contig)
             return
         if name == "strided_slice":
             x, o = n.inputs[0], n.outputs[0]
-            var = f"t{o}"
+            var = self.names.value("t", o)
             key = dict(n.attrs)["key"]
             if t[0].rank == 0:  # all integers: Numba would give a scalar, not an array
                 self.entry.append(f"{var} = np.empty((), {np_type(t[0].dtype)})")
@@ -358,49 +455,51 @@ class _Gen:
         if kind == "elementwise" and len(n.outputs) == 1:
             self.fused(_wrap(n, "loop", self.types, space=t[0].shape))
             return
-        if kind == "reduction" and n.op.extra.get("monoid"):
+        if kind == "reduction" and n.op.monoid:
             a = dict(n.attrs)
             space = self.types[n.inputs[0]].shape
             self.fused(_wrap(n, "reduction", self.types, space=space, axes=tuple(a["axis"]),
                              keepdims=bool(a["keepdims"]), rspace=t[0].shape))
             return
         if kind == "contraction":
+            if name not in _GEMM_OPS:
+                raise Unsupported(name, "a contraction this backend has no GEMM rule for")
             self.fused(_wrap(n, "contraction", self.types, space=t[0].shape))
             return
         special = getattr(self, "op_" + name, None)
         if special is None:
             raise Unsupported(name, "the cpu backend has no code generator for it")
-        special(n)
+        with self.kernel_scope():
+            special(n)
 
     # -- kernels ---------------------------------------------------------------
     def kernel(self, desc: str, args: list, body: list, parallel: bool, fastmath: str | None,
-               comment: str | None = None):
+               comment: str | None = None, serial: list | None = None):
         """Add one kernel function and its call from the entry. A kernel with a parallel
         loop is written twice: ``kN`` (serial) for ``entry`` and ``kN_par`` (``prange``,
         ``parallel=True``) for ``entry_par``; the program measures which is faster.
 
         Each kernel's names are its own (sizes ``d0, d1``, values renumbered), so two
         kernels of the same structure are the same text: it is written, and compiled,
-        once (the Adam update of every weight matrix, say) and called for each."""
+        once (the Adam update of every weight matrix, say) and called for each.
+
+        Called inside ``kernel_scope``, whose names ``body`` uses; ``serial`` is the
+        body written with ``range`` loops, for a parallel kernel."""
         fm = _fastmath() if fastmath is None else fastmath
-        # loads of 0-d operands go to the top: they are loop-invariant, and Numba's
-        # parfor lowering cannot type ``a[()]`` inside a prange loop
-        top = [ln.strip() for ln in body if _ZERO_D_LOAD.match(ln.strip()) and ln[:1] == " "]
-        if top:
-            body = top + [ln for ln in body if not (_ZERO_D_LOAD.match(ln.strip())
-                                                    and ln[:1] == " ")]
-        text = "\n".join(body)
-        dims = list(dict.fromkeys(_DIM_NAME.findall(text)))  # in order of appearance
-        local = {dn: f"d{j}" for j, dn in enumerate(dims)}
-        comment = _generic(desc) if comment is None else comment
-        if local:
-            sub = lambda m: local.get(m.group(0), m.group(0))  # noqa: E731
-            body = [_DIM_NAME.sub(sub, ln) for ln in body]
-            comment = _DIM_NAME.sub(sub, comment)
-        body = _canonical_names("\n".join(body)).split("\n")
-        params = [p for p, _ in args] + [local[dn] for dn in dims]
+        scope = self.scope
+        body, serial = _hoist(body), (None if serial is None else _hoist(serial))
+        dims = list(scope.dims)  # module dims the kernel takes, in the order it asked
+        params = [p for p, _ in args] + [scope.dims[dn] for dn in dims]
+        if comment is None:
+            scope.frozen = True  # the comment names the kernel's dims, and adds none
+            try:
+                comment = _generic(desc)
+            finally:
+                scope.frozen = False
         call_args = [a for _, a in args] + dims
-        key = (tuple(body), tuple(params), fm, parallel, comment)
+        if not parallel:
+            serial = body
+        key = (tuple(body), tuple(serial), tuple(params), fm, parallel, comment)
         name = self.kernel_names.get(key)
         if name is None:
             name = self.kernel_names[key] = f"k{len(self.kernels)}"
@@ -414,16 +513,14 @@ class _Gen:
                 ]
                 return "\n".join(src + ["    " + ln for ln in lines] + [""])
 
-            serial = [ln.replace(" in prange(", " in range(") for ln in body]
             block = fn(name, "", serial)
             if parallel:
                 block += "\n" + fn(name + "_par", ", parallel=True", body)
                 self.parallel = True
             self.kernels.append(block)
         self.kinfo.append((name, desc))
-        suffix = _PAR if parallel else ""
         self.calls_at.append(len(self.entry))
-        self.entry.append(f"{name}{suffix}({', '.join(call_args)})")
+        self.entry.append(_Call(name, parallel, call_args))
 
     def fused(self, n: Node):
         from passes import body_phases
@@ -480,23 +577,33 @@ class _Gen:
                 + ": " + ", ".join(ops))
         heavy = sum(1 for b in body.nodes if b.op.name in _HEAVY)
         work = _prod(space) * (1 + 4 * heavy)
-        if kind == "loop":
-            lines, par = self.loop_body(body, phases, env_in, outs, space, work)
-        elif kind == "reduction":
-            lines, par = self.reduction_body(body, phases, env_in, outs, a, work)
-        else:
-            lines, par = self.contraction_body(body, phases, env_in, outs, space, work)
-        if flat is not None:
-            size, before = saved_dim
-            if before is None:
-                _DIMS.pop(size, None)
-            else:
-                _DIMS[size] = before
-            desc = (f"{kind} over {_tstr(tuple(a['space']), n.types[0].dtype)}, flat: "
-                    + ", ".join(ops))
-        comment = None if flat is None else (
-            f"flat loop over {_tstr((), n.types[0].dtype)[:-1]}n]: " + ", ".join(ops))
-        self.kernel(desc, args, lines, par, None, comment)
+
+        def write():
+            if kind == "loop":
+                return self.loop_body(body, phases, env_in, outs, space, work)
+            if kind == "reduction":
+                return self.reduction_body(body, phases, env_in, outs, a, work)
+            return self.contraction_body(body, phases, env_in, outs, space, work)
+
+        with self.kernel_scope():
+            lines, par = write()
+            serial = None
+            if par:
+                # the serial variant: the same kernel written again with range loops
+                # (the same questions in the same order give the same names)
+                with self.kernel_scope(), self.serial_loops():
+                    serial, _ = write()
+            if flat is not None:
+                size, before = saved_dim
+                if before is None:
+                    _DIMS.pop(size, None)
+                else:
+                    _DIMS[size] = before
+                desc = (f"{kind} over {_tstr(tuple(a['space']), n.types[0].dtype)}, flat: "
+                        + ", ".join(ops))
+            comment = None if flat is None else (
+                f"flat loop over {_tstr((), n.types[0].dtype)[:-1]}n]: " + ", ".join(ops))
+            self.kernel(desc, args, lines, par, None, comment, serial)
 
     def _flatten(self, kind, space, args, env_in, outs):
         """An elementwise loop whose operands are all contiguous and of its shape (or
@@ -535,8 +642,7 @@ class _Gen:
         _DIMS[size] = "r0.shape[0]"
         return new_args, new_env, new_outs, (size,), saved_dim
 
-    @staticmethod
-    def loads(nodes, env_in, space_vars, prefix="x"):
+    def loads(self, nodes, env_in, space_vars, prefix="x"):
         """Assignments loading each body input ``nodes`` read, and the env they give."""
         env, lines = {}, []
         need = []
@@ -546,8 +652,8 @@ class _Gen:
                     need.append(i)
         for i in need:
             p, shape = env_in[i]
-            lines.append(f"{prefix}{i} = {p}[{_index(shape, space_vars)}]")
-            env[i] = f"{prefix}{i}"
+            name = env[i] = self.kname(prefix, i)
+            lines.append(f"{name} = {p}[{_index(shape, space_vars)}]")
         return env, lines
 
     def _prologue(self, body, pro, reds, pro_outs, env_in, svars):
@@ -555,7 +661,7 @@ class _Gen:
         the prologue values that are outputs, indexed over the whole space."""
         readers = pro + reds + _output_readers(body, env_in, pro_outs)
         env, lines = self.loads(readers, env_in, svars)
-        lines += emit_values(pro, env)
+        lines += emit_values(pro, env, self.kname)
         for bo, p, s in pro_outs:
             lines.append(f"{p}[{_index(s, svars)}] = {env[bo]}")
         return env, lines
@@ -570,7 +676,7 @@ class _Gen:
                 env2[v] = e
         env3, lines = self.loads(epi, env_in, rvars, prefix="y")
         env2.update(env3)
-        lines += emit_values(epi, env2)
+        lines += emit_values(epi, env2, self.kname)
         for bo, p, s in outs:
             if phases.get(bo) in write_phases or (bo in env_in and bo not in env):
                 lines.append(f"{p}[{_index(s, rvars)}] = {env2[bo]}")
@@ -581,7 +687,7 @@ class _Gen:
         lines, vars_ = [], []
         for d, size in enumerate(space):
             v = f"i{first + d}"
-            rng = "prange" if parallel and d == 0 else "range"
+            rng = self._rng(parallel and d == 0)
             lines.append("    " * d + f"for {v} in {rng}({_d(size)}):")
             vars_.append(v)
         return lines, vars_
@@ -593,7 +699,7 @@ class _Gen:
         nodes = [b for b in body.nodes if b.outputs[0] not in env_in]
         env, lines = self.loads([b for b in nodes if phases.get(b.outputs[0]) != "leaf"]
                                 + _output_readers(body, env_in), env_in, vars_)
-        lines += emit_values(nodes, env)
+        lines += emit_values(nodes, env, self.kname)
         for bo, p, shape in outs:
             lines.append(f"{p}[{_index(shape, vars_)}] = {env[bo]}")
         return head + [ind + ln for ln in lines], par
@@ -610,7 +716,7 @@ class _Gen:
         suffix = tuple(axes) == tuple(range(r - len(axes), r))
         out_of = {bo: (p, shape) for bo, p, shape in outs}
         pro_outs = [(bo, p, s) for bo, p, s in outs if phases.get(bo) in ("pro",)]
-        sum_only = all(b.op.extra["monoid"] == "add" for b in reds)
+        sum_only = all(b.op.monoid == "add" for b in reds)
 
         def rvars(space_vars):
             if keepdims:
@@ -624,46 +730,48 @@ class _Gen:
             par_inner = not kept and work >= PARALLEL_MIN and sum_only
             head, kvars = [], []
             for j, d in enumerate(kept):
-                rng = "prange" if par_outer and j == 0 else "range"
+                rng = self._rng(par_outer and j == 0)
                 head.append("    " * j + f"for i{d} in {rng}({_d(space[d])}):")
                 kvars.append(f"i{d}")
             ind = "    " * len(kept)
             lines += head
             # a float max/min folds with a select and notes NaNs apart: np.maximum's
             # NaN-propagating branches made a 256 x 1000 row max 5x slower
-            flagged = {b.outputs[0] for b in reds if b.op.extra["monoid"] in ("max", "min")
+            flagged = {b.outputs[0] for b in reds if b.op.monoid in ("max", "min")
                        and np.dtype(b.types[0].dtype).kind == "f"}
             for b in reds:
                 dt = b.types[0].dtype
-                lines.append(ind + f"acc{b.outputs[0]} = {REDUCE_INIT[b.op.extra['monoid']](dt)}")
+                acc = self.kname("acc", b.outputs[0])
+                lines.append(ind + f"{acc} = {REDUCE_INIT[b.op.monoid](dt)}")
                 if b.outputs[0] in flagged:
-                    lines.append(ind + f"nan{b.outputs[0]} = False")
+                    lines.append(ind + f"{self.kname('nan', b.outputs[0])} = False")
             inner = []
             for j, d in enumerate(axes):
-                rng = "prange" if par_inner and j == 0 else "range"
+                rng = self._rng(par_inner and j == 0)
                 inner.append("    " * j + f"for i{d} in {rng}({_d(space[d])}):")
             ind2 = ind + "    " * len(axes)
             svars = [f"i{d}" for d in range(r)]
             env, body_lines = self._prologue(body, pro, reds, pro_outs, env_in, svars)
             for b in reds:
-                acc = f"acc{b.outputs[0]}"
+                acc = self.kname("acc", b.outputs[0])
                 x = env[b.inputs[0]]
-                if b.op.extra["monoid"] == "add" and b.types[0].dtype != "bool":
+                if b.op.monoid == "add" and b.types[0].dtype != "bool":
                     body_lines.append(f"{acc} += {x}")
                 elif b.outputs[0] in flagged:
-                    cmp = ">" if b.op.extra["monoid"] == "max" else "<"
+                    cmp = ">" if b.op.monoid == "max" else "<"
                     body_lines.append(f"{acc} = {x} if {x} {cmp} {acc} else {acc}")
-                    body_lines.append(f"nan{b.outputs[0]} |= {x} != {x}")
+                    body_lines.append(f"{self.kname('nan', b.outputs[0])} |= {x} != {x}")
                 else:
-                    step = reduce_step(b.op.extra["monoid"], acc, x, b.types[0].dtype)
+                    step = reduce_step(b.op.monoid, acc, x, b.types[0].dtype)
                     body_lines.append(f"{acc} = {step}")
             lines += [ind + ln for ln in inner] + [ind2 + ln for ln in body_lines]
             for b in reds:
                 o = b.outputs[0]
                 if o in flagged:
-                    lines.append(ind + f"if nan{o}:")
-                    lines.append(ind + f"    acc{o} = {literal(np.nan, b.types[0].dtype)}")
-            red_env = {b.outputs[0]: f"acc{b.outputs[0]}" for b in reds}
+                    lines.append(ind + f"if {self.kname('nan', o)}:")
+                    lines.append(ind + f"    {self.kname('acc', o)} = "
+                                 f"{literal(np.nan, b.types[0].dtype)}")
+            red_env = {b.outputs[0]: self.kname("acc", b.outputs[0]) for b in reds}
             tail = self._epilogue(epi, red_env, env, phases, env_in, outs, rvars(svars),
                                   ("red", "epi"))
             lines += [ind + ln for ln in tail]
@@ -672,11 +780,12 @@ class _Gen:
         for b in reds:
             o = b.outputs[0]
             dt = b.types[0].dtype
+            acc = self.kname("acc", o)
             if o in out_of:
-                lines.append(f"acc{o} = {out_of[o][0]}")
+                lines.append(f"{acc} = {out_of[o][0]}")
             else:
-                lines.append(f"acc{o} = np.empty({_shape(rspace)}, {np_type(dt)})")
-            lines.append(f"acc{o}[...] = {REDUCE_INIT[b.op.extra['monoid']](dt)}")
+                lines.append(f"{acc} = np.empty({_shape(rspace)}, {np_type(dt)})")
+            lines.append(f"{acc}[...] = {REDUCE_INIT[b.op.monoid](dt)}")
         par = bool(kept) and kept[0] == 0 and work >= PARALLEL_MIN
         head, svars = self.loop_nest(space, par)
         ind = "    " * r
@@ -684,14 +793,15 @@ class _Gen:
         rv = rvars(svars)
         ridx = _index(rspace, rv)
         for b in reds:
-            acc = f"acc{b.outputs[0]}[{ridx}]"
-            step = reduce_step(b.op.extra["monoid"], acc, env[b.inputs[0]], b.types[0].dtype)
+            acc = f"{self.kname('acc', b.outputs[0])}[{ridx}]"
+            step = reduce_step(b.op.monoid, acc, env[b.inputs[0]], b.types[0].dtype)
             body_lines.append(f"{acc} = {step}")
         lines += head + [ind + ln for ln in body_lines]
         # the epilogue over the reduced shape
         ehead, evars = self.loop_nest(rspace, False, first=r)
         eind = "    " * len(rspace)
-        red_env = {b.outputs[0]: f"acc{b.outputs[0]}[{_index(rspace, evars)}]" for b in reds}
+        eidx = _index(rspace, evars)
+        red_env = {b.outputs[0]: f"{self.kname('acc', b.outputs[0])}[{eidx}]" for b in reds}
         tail = self._epilogue(epi, red_env, env, phases, env_in, outs, evars, ("epi",))
         if any(phases.get(bo) == "epi" or bo in env_in for bo, _, _ in outs):
             lines += ehead + [eind + ln for ln in tail]
@@ -699,6 +809,10 @@ class _Gen:
 
     def contraction_body(self, body, phases, env_in, outs, space, work):
         mm = body.nodes[[b.op.kind for b in body.nodes].index("contraction")]
+        if mm.op.name not in _GEMM_OPS or mm.attrs:
+            # np.dot computes exactly matmul: any other contraction (or one with
+            # attributes) would silently compute the wrong product
+            raise Unsupported(mm.op.name, "a contraction this backend has no GEMM rule for")
         lead = [b for b in body.nodes if phases[b.outputs[0]] == "leaf"]
         epi = [b for b in body.nodes if phases[b.outputs[0]] == "epi"]
         lines = []
@@ -714,7 +828,7 @@ class _Gen:
             # a uniform operand (a fill, a one-element constant): materialise it
             t = leaf.types[0]
             env0: dict = {}
-            emit_values([leaf], env0)
+            emit_values([leaf], env0, self.kname)
             lines.append(f"mm{j} = np.full({_shape(t.shape)}, {env0[i]})")
             operands.append((f"mm{j}", t.shape))
         (pa, sa), (pb, sb) = operands
@@ -749,14 +863,14 @@ class _Gen:
             par = work >= PARALLEL_MIN
             head, vars_ = self.loop_nest(space, par)
             ind = "    " * len(space)
-            env = {mo: f"m{mo}"}
-            loop = [f"m{mo} = {target}[{_index(space, vars_)}]"]
+            env = {mo: self.kname("m", mo)}
+            loop = [f"{env[mo]} = {target}[{_index(space, vars_)}]"]
             for b in lead:
                 if b.outputs[0] not in env_in:  # a literal (others are arguments)
-                    emit_values([b], env)
+                    emit_values([b], env, self.kname)
             envl, ld = self.loads(epi, env_in, vars_, prefix="y")
             env.update(envl)
-            loop += ld + emit_values(epi, env)
+            loop += ld + emit_values(epi, env, self.kname)
             for bo, p, s in outs:
                 if p == target and bo == mo:
                     continue
@@ -940,6 +1054,15 @@ def _index_check(op: str, m: str, n: str, n_lit: int) -> list:
     ]
 
 
+def _hoist(body: list) -> list:
+    """Loads of 0-d operands moved to the top: they are loop-invariant, and Numba's
+    parfor lowering cannot type ``a[()]`` inside a prange loop."""
+    top = [ln.strip() for ln in body if ln[:1] == " " and _ZERO_D_LOAD.match(ln.strip())]
+    if not top:
+        return body
+    return top + [ln for ln in body if not (ln[:1] == " " and _ZERO_D_LOAD.match(ln.strip()))]
+
+
 def _contig(a):
     """``a`` C-contiguous (``np.ascontiguousarray`` would make a 0-d array 1-d)."""
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
@@ -997,27 +1120,6 @@ def generate(graph: Graph) -> tuple[str, list, list]:
     ``(kernel name, description)`` per kernel."""
     gen = _Gen(graph)
     return gen.build(), gen.consts, gen.kinfo
-
-
-_VALUE_NAME = re.compile(r"\b(acc|x|v|m|y|t|nan)(\d+)\b")
-
-
-def _canonical_names(source: str) -> str:
-    """Names made from value ids (``v812``, ``t77``, ``acc91``) renumbered in order of
-    appearance: two graphs of the same structure, traced apart (their ids differ),
-    give the same source, so the second reuses the first one's compiled code."""
-    seen: dict = {}
-
-    def ren(m):
-        key = m.group(0)
-        new = seen.get(key)
-        if new is None:
-            prefix = m.group(1)
-            n = sum(1 for k in seen if _VALUE_NAME.match(k).group(1) == prefix)
-            new = seen[key] = f"{prefix}{n}"
-        return new
-
-    return _VALUE_NAME.sub(ren, source)
 
 
 # Output arrays at least this large are kept for reuse (below it numpy's own cache of

@@ -17,7 +17,7 @@ from ..ir import Node
 
 # Bumped whenever generated code changes meaning: it is part of every generated file's
 # content, so Numba's on-disk cache never serves a kernel from an older generator.
-GENERATOR_VERSION = "4.4"
+GENERATOR_VERSION = "4.5"
 
 
 class Unsupported(Exception):
@@ -71,7 +71,7 @@ def scalar_expr(n: Node, args: list) -> str:
     return op.scalar.format(*args, dt=np_type(out.dtype), **fields)
 
 
-def emit_values(nodes, env: dict, prefix: str = "v") -> list:
+def emit_values(nodes, env: dict, name_of=None, prefix: str = "v") -> list:
     """``name = expr`` lines for ``nodes`` (each with one output), in order.
 
     ``env`` maps value ids to expressions (input loads); it gains a local name for
@@ -90,7 +90,7 @@ def emit_values(nodes, env: dict, prefix: str = "v") -> list:
         if n.op.name in ("fill", "const"):
             env[o] = expr
             continue
-        name = f"{prefix}{o}"
+        name = f"{prefix}{o}" if name_of is None else name_of(prefix, o)
         lines.append(f"{name} = {expr}  # {n.op.name}")
         env[o] = name
     return lines

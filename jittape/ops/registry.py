@@ -29,9 +29,26 @@ def defop(
     commutative=False,
     domain=None,
     doc="",
-    **extra,
+    monoid=None,
+    cut=False,
+    **unknown,
 ) -> OpDef:
-    """Declare an op. ``vjp`` is required: a rule, or ``NO_GRADIENT`` by choice."""
+    """Declare an op. ``vjp`` is required: a rule, or ``NO_GRADIENT`` by choice.
+
+    Every field is named: an unknown one (a typo) is refused here, at import, naming
+    the op and the field, and so is a value the code generators do not know (a
+    reduction's ``monoid`` outside ``ir.MONOIDS``)."""
+    if unknown:
+        import difflib
+
+        field = sorted(unknown)[0]
+        known = [p for p in defop.__code__.co_varnames[:defop.__code__.co_argcount
+                                                       + defop.__code__.co_kwonlyargcount]]
+        close = difflib.get_close_matches(field, known, n=1)
+        raise TypeError(
+            f"op {name!r}: defop has no field {field!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else "")
+            + f"; its fields are {', '.join(k for k in known if k != 'name')}")
     if name in REGISTRY:
         raise ValueError(f"op {name!r} declared twice")
     if vjp is None:
@@ -54,7 +71,8 @@ def defop(
         commutative=commutative,
         domain=domain,
         doc=doc,
-        extra=extra,
+        monoid=monoid,
+        cut=bool(cut),
     )
     REGISTRY[name] = op
     return op
