@@ -4,6 +4,8 @@ whole graph and run it as one compiled call, as ``tf.function`` does.
 The way of one call::
 
     train_step(x, y)
+      -> the arguments bound to the parameters (defaults applied, so f(x, True) and
+         f(x, training=True) are one call), fitted to an input_signature
       -> signature key: (backend, tensors by shape and dtype, Python values by value,
          variables by identity, nesting)                          [every call]
       -> hit: one call into the compiled program, then the variables that the step
@@ -24,6 +26,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import inspect
+import itertools
 import os
 import threading
 import time
@@ -110,6 +114,18 @@ class _SymbolicArg(Exception):
     """An argument is a symbolic tensor: the call happens inside another trace."""
 
 
+class _UnsupportedArg(Exception):
+    """An argument cannot be part of a call signature (a set, a weak reference)."""
+
+    def __init__(self, obj):
+        super().__init__()
+        self.obj = obj
+
+
+# mutable or unhashable values whose contents tf.function cannot key (TypeError there too)
+_UNSUPPORTED = (set, weakref.ref, weakref.ProxyType, weakref.CallableProxyType)
+
+
 _PY_VALUES = (bool, int, float, complex, str, bytes, type(None))
 
 
@@ -146,6 +162,8 @@ def _key(obj, leaves: list):
         return (t, tuple([_key(x, leaves) for x in obj]))
     if isinstance(obj, dict):
         return (t, tuple([(k, _key(obj[k], leaves)) for k in _dict_keys(obj)]))
+    if isinstance(obj, _UNSUPPORTED):
+        raise _UnsupportedArg(obj)
     try:
         hash(obj)
         return ("object", obj)
@@ -179,7 +197,15 @@ def _symbolize(obj, make):
     return obj
 
 
-def _describe_leaves(args, kwargs, params) -> dict:
+def _arg_name(j, params, varargs=None) -> str:
+    """The name of positional argument ``j``: its parameter's, ``rest[i]`` for the i-th
+    value of a ``*rest`` parameter, else ``args[j]``."""
+    if j < len(params):
+        return params[j]
+    return f"{varargs}[{j - len(params)}]" if varargs else f"args[{j}]"
+
+
+def _describe_leaves(args, kwargs, params, varargs=None) -> dict:
     """path -> key of each leaf, for saying which argument's key changed."""
     out: dict = {}
 
@@ -205,10 +231,104 @@ def _describe_leaves(args, kwargs, params) -> dict:
         out[path] = k
 
     for j, a in enumerate(args):
-        walk(a, params[j] if j < len(params) else f"args[{j}]")
+        walk(a, _arg_name(j, params, varargs))
     for name in _dict_keys(kwargs):
         walk(kwargs[name], name)
     return out
+
+
+def _path_to(target, args, kwargs, params, varargs=None) -> str:
+    """The argument path (``'s'``, ``"acc[0]['k']"``) at which ``target`` is found."""
+
+    def walk(obj, path):
+        if obj is target:
+            return path
+        if type(obj) in _PY_VALUES or isinstance(obj, _UNSUPPORTED):
+            return None
+        if isinstance(obj, (list, tuple)):
+            for j, x in enumerate(obj):
+                found = walk(x, f"{path}[{j}]")
+                if found:
+                    return found
+        elif isinstance(obj, dict):
+            for k in _dict_keys(obj):
+                found = walk(obj[k], f"{path}[{k!r}]")
+                if found:
+                    return found
+        return None
+
+    for j, a in enumerate(args):
+        found = walk(a, _arg_name(j, params, varargs))
+        if found:
+            return found
+    for name in _dict_keys(kwargs):
+        found = walk(kwargs[name], name)
+        if found:
+            return found
+    return "?"
+
+
+def _unsupported_message(fn_name, obj, path) -> str:
+    if isinstance(obj, set):
+        return (f"jt.function {fn_name!r}: argument {path!r}: Could not generate a generic "
+                f"TraceType for {obj!r:.80}. Please verify that it is immutable/hashable (a "
+                "set is not: pass a frozenset, a tuple or a sorted list instead)")
+    return (f"jt.function {fn_name!r}: argument {path!r}: weakref input {object.__repr__(obj)} "
+            "not supported for jt.function (pass the object itself)")
+
+
+# -- binding arguments to parameters, as tf.function does before it keys a call
+
+
+def _signature_of(fn):
+    """``inspect.signature(fn)``, or None where it cannot be inspected (some builtins
+    and callables): their arguments are then keyed as they are given."""
+    if isinstance(fn, _WeakMethod):
+        return fn.signature
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+class _Binding:
+    """How a call's arguments bind to the Python function's parameters:
+    ``inspect.Signature.bind`` and ``apply_defaults``, so that ``f(x, True)``,
+    ``f(x, training=True)`` and, with that default, ``f(x)`` are one call signature
+    (positional parameters come out positional, keyword-only ones as keywords)."""
+
+    __slots__ = ("sig", "params", "positional", "varargs", "fast", "fast_varargs")
+
+    def __init__(self, sig):
+        self.sig = sig
+        ps = [] if sig is None else list(sig.parameters.values())
+        self.positional = [p for p in ps if p.kind in _POSITIONAL]
+        self.params = [p.name for p in self.positional]  # names of positional arguments
+        self.varargs = next((p.name for p in ps if p.kind is p.VAR_POSITIONAL), None)
+        # calls that binding would not change: exactly the positional arguments (and
+        # the *args values), no keywords, and no keyword-only parameter to default
+        kw_only = any(p.kind is p.KEYWORD_ONLY for p in ps)
+        self.fast = -1 if sig is None or kw_only else len(self.positional)
+        self.fast_varargs = self.varargs is not None
+
+    def bind(self, fn_name, args, kwargs, what=""):
+        """``(args, kwargs)`` bound to the parameters, defaults applied."""
+        if self.sig is None:
+            return args, kwargs
+        if not kwargs and (len(args) == self.fast or (
+                self.fast_varargs and self.fast >= 0 and len(args) >= self.fast)):
+            return args, kwargs
+        try:
+            ba = self.sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(
+                f"jt.function {fn_name!r}{what}: binding the call's arguments to the "
+                f"parameters {self.sig} failed: {e}") from None
+        ba.apply_defaults()
+        return ba.args, ba.kwargs
 
 
 def _fmt_shape(s) -> str:
@@ -563,8 +683,169 @@ _RETRACE_HINT = (
     "which shapes are expected), (3) passing Python values (a learning rate as a Python "
     "float, say) instead of tensors."
 )
-_wrapped_count: dict = collections.Counter()  # code object -> Functions made from it
 _live_functions: "weakref.WeakSet" = weakref.WeakSet()  # trimmed when the bound is lowered
+
+
+class _TracingDetector:
+    """Recent calls of the jt.functions made from one Python function (one code object,
+    as TF keys its frequent-tracing detector): a jt.function created anew in a loop
+    traces on each call, which only the functions' shared history can see."""
+
+    __slots__ = ("recent", "warned", "created", "__weakref__")
+
+    def __init__(self):
+        # per call: None for a call that did not trace, else (serial, is the Function
+        # a method's per-instance one) of the Function that traced
+        self.recent: collections.deque = collections.deque(maxlen=10)
+        self.warned = 0  # warnings given (at most 2)
+        self.created = 0  # jt.functions made from this code (per-instance ones aside)
+
+
+_detectors: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # code -> detector
+_detectors_lock = threading.Lock()
+_serials = itertools.count(1)
+
+
+def _detector_for(code) -> _TracingDetector:
+    if code is None:
+        return _TracingDetector()
+    with _detectors_lock:
+        det = _detectors.get(code)
+        if det is None:
+            det = _detectors[code] = _TracingDetector()
+        return det
+
+
+class _WeakMethod:
+    """``func`` bound to ``instance`` through a weak reference: the per-instance
+    Function of a ``jt.function`` method, and the traces it keeps, must not keep the
+    instance alive (a bound method would, and the class's cache of per-instance
+    Functions would then keep it forever)."""
+
+    __slots__ = ("func", "ref", "signature", "__weakref__")
+
+    def __init__(self, func, instance):
+        self.func = func
+        self.ref = weakref.ref(instance)
+        try:
+            self.signature = inspect.signature(types.MethodType(func, instance))
+        except (TypeError, ValueError):
+            self.signature = None
+
+    def instance(self):
+        obj = self.ref()
+        if obj is None:
+            name = getattr(self.func, "__qualname__", "method")
+            raise ReferenceError(
+                f"the instance of jt.function method {name!r} no longer exists (it was "
+                "garbage collected); call the method on a live instance")
+        return obj
+
+    def __call__(self, *args, **kwargs):
+        return self.func(self.instance(), *args, **kwargs)
+
+
+def _forget_instance(cache: dict, key: int, ref) -> None:
+    """Weak-reference callback: the instance died; drop its per-instance Function."""
+    hit = cache.get(key)
+    if hit is not None and hit[0] is ref:
+        cache.pop(key, None)
+
+
+_bind_lock = threading.Lock()
+
+
+# -- arguments a trace modified
+
+
+class _Nest:
+    """The nesting of a list, tuple or dict argument, and its leaves (held; compared by
+    identity), taken before a trace to tell whether the function modified it."""
+
+    __slots__ = ("type", "items")
+
+    def __init__(self, obj):
+        self.type = type(obj)
+        if isinstance(obj, dict):
+            self.items = {k: _nest(v) for k, v in obj.items()}
+        else:
+            self.items = [_nest(x) for x in obj]
+
+    def same(self, obj) -> bool:
+        if type(obj) is not self.type:
+            return False
+        if isinstance(obj, dict):
+            return len(obj) == len(self.items) and all(
+                k in obj and _same(s, obj[k]) for k, s in self.items.items())
+        return len(obj) == len(self.items) and all(
+            _same(s, x) for s, x in zip(self.items, obj))
+
+
+def _nest(obj):
+    return _Nest(obj) if isinstance(obj, (list, tuple, dict)) else obj
+
+
+def _same(snapshot, obj) -> bool:
+    return snapshot.same(obj) if isinstance(snapshot, _Nest) else snapshot is obj
+
+
+def _per_call_variables(tracer: FunctionTracer) -> list:
+    """The names of the variables the first trace created that nothing outside the
+    trace holds once the Python function has returned: the function creates them on
+    every call (the compiled program would silently keep using the first call's).
+
+    The trace's own references are set aside while weak references tell; the
+    variables kept (on an object, in a list or a closure: optimizer slots, a lazily
+    built layer's weights) get them back."""
+    created = tracer.created_vars
+    if not created:
+        return []
+    uids = {v._uid for v in created}
+    names = {v._uid: v.name for v in created}
+    refs = [(v._uid, weakref.ref(v)) for v in created]
+    vars_ = {uid: st for uid, st in tracer.vars.items() if uid in uids}
+    sources = [vid for vid, src in tracer.sources.items()
+               if src[0] == "var" and src[1]._uid in uids]
+    src_uid = {vid: tracer.sources[vid][1]._uid for vid in sources}
+    written = [uid for uid in tracer.written if uid in uids]
+    # set aside the trace's strong references
+    tracer.created_vars = []
+    for st in vars_.values():
+        st[0] = None
+    for vid in sources:
+        tracer.sources[vid] = ("var", None)
+    for uid in written:
+        tracer.written[uid] = None
+    del created
+    alive = {uid: r() for uid, r in refs}
+    dead = [names[uid] for uid, v in alive.items() if v is None]
+    if dead:
+        return dead
+    # all kept elsewhere: give the trace its references back
+    tracer.created_vars = [alive[uid] for uid, _ in refs]
+    for uid, st in vars_.items():
+        st[0] = alive[uid]
+    for vid in sources:
+        tracer.sources[vid] = ("var", alive[src_uid[vid]])
+    for uid in written:
+        tracer.written[uid] = alive[uid]
+    return []
+
+
+def _is_default(value, default) -> bool:
+    if value is default:
+        return True
+    if type(value) is type(default) and type(value) in _PY_VALUES:
+        return value == default or (value != value and default != default)
+    return False
+
+
+def _structure_of(result, n: int):
+    """The nesting of a function's result with placeholder leaves: what the calls pack
+    their outputs into (holding no tensor, variable or object of the trace)."""
+    if isinstance(result, (list, tuple, dict)):
+        return nest.pack_sequence_as(result, [0] * n)
+    return 0
 
 
 def _trim_functions() -> None:
@@ -587,7 +868,7 @@ class Function:
                  name=None):
         if not callable(fn):
             raise TypeError(f"jt.function needs a callable, got {type(fn).__name__}")
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn.func if isinstance(fn, _WeakMethod) else fn)
         self._fn = fn
         self._name = name or getattr(fn, "__qualname__", getattr(fn, "__name__", "function"))
         if input_signature is not None:
@@ -612,24 +893,28 @@ class Function:
         self._hits = 0
         self._misses = 0
         self._calls = 0
-        self._recent = collections.deque(maxlen=10)
-        self._warned = 0
         self._history: list = []  # described keys of the traces, newest last
-        self._bound = weakref.WeakKeyDictionary()
+        # per-instance Functions of a method: id(instance) -> (weak reference to the
+        # instance, Function); ``_bound_strong`` for instances without weak references
+        self._bound: dict = {}
         self._bound_strong: dict = {}
-        code = getattr(fn, "__code__", None)
-        if code is not None:
-            _wrapped_count[code] += 1
+        self._serial = next(_serials)
+        self._per_instance = isinstance(fn, _WeakMethod)
+        target = fn.func if self._per_instance else fn
+        code = getattr(target, "__code__", None)
         self._code = code
-        try:
-            import inspect
-
-            self._params = [p for p in inspect.signature(fn).parameters]
-        except (TypeError, ValueError):
-            self._params = []
+        self._detector = _detector_for(code)  # shared by the Functions of one code
+        if not self._per_instance:
+            self._detector.created += 1
+        self._recent = collections.deque(maxlen=10)  # this Function's calls: traced?
+        self._warned = 0
+        self._binding = _Binding(_signature_of(fn))
+        self._params = self._binding.params
 
     @property
     def python_function(self):
+        if isinstance(self._fn, _WeakMethod):
+            return types.MethodType(self._fn.func, self._fn.instance())
         return self._fn
 
     def __repr__(self):
@@ -637,20 +922,35 @@ class Function:
 
     # -- methods -------------------------------------------------------------------
     def __get__(self, instance, owner=None):
+        """The instance's own Function (it traces per instance, as tf.function does). It
+        holds the instance by a weak reference, and is dropped when the instance dies.
+        Keyed by identity: equal instances still get their own."""
         if instance is None:
             return self
-        try:
-            bound = self._bound.get(instance)
-        except TypeError:
-            bound = self._bound_strong.get(id(instance))
-        if bound is None:
-            bound = Function(types.MethodType(self._fn, instance), self.input_signature,
-                             self._reduce_retracing, self._backend, name=self._name)
+        key = id(instance)
+        hit = self._bound.get(key)
+        if hit is not None and hit[0]() is instance:
+            return hit[1]
+        with _bind_lock:
+            hit = self._bound.get(key)
+            if hit is not None and hit[0]() is instance:
+                return hit[1]
             try:
-                self._bound[instance] = bound
-            except TypeError:
-                self._bound_strong[id(instance)] = bound
-        return bound
+                ref = weakref.ref(instance, functools.partial(_forget_instance, self._bound,
+                                                              key))
+            except TypeError:  # no weak references to it (__slots__ without __weakref__)
+                hit = self._bound_strong.get(key)
+                if hit is None:
+                    bound = Function(types.MethodType(self._fn, instance), self.input_signature,
+                                     self._reduce_retracing, self._backend, name=self._name)
+                    bound._per_instance = True
+                    bound._detector.created -= 1
+                    hit = self._bound_strong[key] = (instance, bound)
+                return hit[1]
+            bound = Function(_WeakMethod(self._fn, instance), self.input_signature,
+                             self._reduce_retracing, self._backend, name=self._name)
+            self._bound[key] = (ref, bound)
+            return bound
 
     # -- calling -------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -659,13 +959,11 @@ class Function:
             # inside another trace (inlined), under a recording tape (so that it can
             # differentiate through the call) or when debugging: the Python function
             return self._fn(*args, **kwargs)
-        if self.input_signature is not None:
-            args = self._fit_signature(args, kwargs)
+        args, kwargs = self._canonical(args, kwargs)
         backend = self._backend or backends._current[0]
         leaves: list = []
         try:
-            key = (backend, _key(args, leaves), _key(kwargs, leaves) if kwargs else None,
-                   _tensor_config["check_numerics"])
+            key = self._call_key(backend, args, kwargs, leaves)
         except _SymbolicArg:
             return self._fn(*args, **kwargs)
         cf = self._cache.get(key)
@@ -687,22 +985,54 @@ class Function:
         else:
             self._hits += 1
         # tracing again a signature that the cache's bound dropped is not a retrace
-        # the user caused: it does not count towards the retrace warning
-        self._recent.append(traced and not cf.refill)
-        if traced and not cf.refill:
+        # the user caused: it does not count towards the retrace warning. The history
+        # is shared by the Functions of one Python function (one made in a loop, say)
+        retrace = traced and not cf.refill
+        self._recent.append(retrace)
+        self._detector.recent.append(
+            (self._serial, self._per_instance) if retrace and cf.cause == "first call"
+            else None)
+        if retrace:
             self._maybe_warn(cf)
         return cf.run(leaves)
 
+    def _canonical(self, args, kwargs):
+        """The call's arguments bound to the parameters (defaults applied), fitted to
+        the input_signature if there is one: what the call signature is made of."""
+        if self.input_signature is not None:
+            return self._fit_signature(args, kwargs)
+        return self._binding.bind(self._name, args, kwargs)
+
+    def _call_key(self, backend, args, kwargs, leaves):
+        """The signature key of canonical arguments (their arrays go to ``leaves``)."""
+        try:
+            return (backend, _key(args, leaves), _key(kwargs, leaves) if kwargs else None,
+                    _tensor_config["check_numerics"])
+        except _UnsupportedArg as e:
+            path = _path_to(e.obj, args, kwargs, self._params, self._binding.varargs)
+            raise TypeError(_unsupported_message(self._name, e.obj, path)) from None
+
     def _fit_signature(self, args, kwargs):
+        """``(args, kwargs)`` bound to the parameters and fitted to the input_signature
+        (as tf.function: the signature gives the first parameters' types, keywords
+        included; a parameter beyond it must have a default and keeps it)."""
         sig = self.input_signature
-        if kwargs:
-            raise TypeError(
-                f"jt.function {self._name!r} has an input_signature; pass its arguments "
-                f"positionally (got keyword arguments {sorted(kwargs)})")
-        if len(args) != len(sig):
-            raise TypeError(
-                f"jt.function {self._name!r} takes {len(sig)} argument(s) by its "
-                f"input_signature, got {len(args)}")
+        b = self._binding
+        if b.sig is None:  # parameters unknown: the signature's arguments, positionally
+            if kwargs:
+                raise TypeError(
+                    f"jt.function {self._name!r} has an input_signature; pass its "
+                    f"arguments positionally (got keyword arguments {sorted(kwargs)})")
+            if len(args) != len(sig):
+                raise TypeError(
+                    f"jt.function {self._name!r} takes {len(sig)} argument(s) by its "
+                    f"input_signature, got {len(args)}")
+        else:
+            args, kwargs = b.bind(
+                self._name, args, kwargs,
+                what=f" takes {len(sig)} argument(s) by its input_signature")
+            args, kwargs = self._beyond_signature(args, kwargs)
+
         def fit(spec, a, path):
             if isinstance(spec, TensorSpec):
                 have = getattr(a, "dtype", None)
@@ -739,14 +1069,51 @@ class Function:
                 f"jt.function {self._name!r}: argument {path} does not have the nesting of "
                 f"its input_signature entry {spec!r}")
 
-        return tuple(fit(spec, a, str(j)) for j, (spec, a) in enumerate(zip(sig, args)))
+        fitted = tuple(fit(spec, a, str(j)) for j, (spec, a) in enumerate(zip(sig, args)))
+        return fitted + tuple(args[len(sig):]), kwargs
+
+    def _beyond_signature(self, args, kwargs):
+        """Check the bound arguments that the input_signature does not cover: each must
+        be its parameter's default (tf.function fixes them so: "Can not cast True to
+        Literal[False]"); ``*args`` values and ``**kwargs`` beyond it are refused."""
+        sig, b = self.input_signature, self._binding
+        n = len(sig)
+        if len(args) < n:
+            raise TypeError(
+                f"jt.function {self._name!r}: input_signature contains {n - len(args)} "
+                f"extra type constraints: it has {n} entries, the call binds "
+                f"{len(args)} positional argument(s) to {self._name}{b.sig}")
+        params = b.sig.parameters
+        extra = []  # (name, parameter or None for a *args/**kwargs value, value)
+        for j in range(n, len(args)):
+            extra.append((_arg_name(j, b.params, b.varargs),
+                          b.positional[j] if j < len(b.positional) else None, args[j]))
+        for k, v in kwargs.items():
+            p = params.get(k)
+            extra.append((k, p if p is not None and p.kind is p.KEYWORD_ONLY else None, v))
+        for name, p, value in extra:
+            if p is None:
+                raise TypeError(
+                    f"jt.function {self._name!r}: argument {name!r} is beyond its "
+                    f"input_signature of {n} entries ({self._name}{b.sig})")
+            if p.default is inspect.Parameter.empty:
+                raise TypeError(
+                    f"jt.function {self._name!r}: input_signature missing type constraint "
+                    f"for {p.name} (give it a jt.TensorSpec, or a default value)")
+            if not _is_default(value, p.default):
+                raise TypeError(
+                    f"jt.function {self._name!r}: parameter {p.name!r} is not in the "
+                    f"input_signature, so it keeps its default {p.default!r}; got "
+                    f"{value!r:.80} (can not cast it to Literal[{p.default!r}]). Add it to "
+                    "the input_signature, or make another jt.function for that value")
+        return args, kwargs
 
 
     # -- tracing -------------------------------------------------------------------
     def _trace(self, key, backend, args, kwargs) -> ConcreteFunction:
         t0 = time.perf_counter()
         first = self._traces == 0
-        described = _describe_leaves(args, kwargs, self._params)
+        described = _describe_leaves(args, kwargs, self._params, self._binding.varargs)
         refill = self._evicted.pop(key, None) is not None
         if first:
             cause = "first call"
@@ -778,6 +1145,7 @@ class Function:
 
         sym_args = _symbolize(args, make)
         sym_kwargs = _symbolize(kwargs, make)
+        before = ([_nest(a) for a in sym_args], {k: _nest(v) for k, v in sym_kwargs.items()})
         with tracer:
             try:
                 result = self._fn(*sym_args, **sym_kwargs)
@@ -810,13 +1178,27 @@ class Function:
                     out_ids.append(vid)
                 else:
                     out_plan.append(("py", leaf))
+        self._check_arguments_unmodified(before, sym_args, sym_kwargs)
+        out_structure = _structure_of(result, len(flat))
+        result = flat = leaf = before = None  # noqa: F841 - the checks below need them gone
         if tracer.created_vars and not first:
             names = [v.name for v in tracer.created_vars]
             raise ValueError(
                 f"jt.function {self._name!r} created variables {names} on a trace that was "
                 f"not its first ({cause}). A jt.function only supports variables created on "
-                "its first call (as tf.function's singleton variables): create them outside "
-                "the function, or make sure the first call creates them all")
+                "its first call (tf.function likewise only supports singleton Variables "
+                "created on the first call): create them outside the function, or make "
+                "sure the first call creates them all")
+        if first:
+            per_call = _per_call_variables(tracer)
+            if per_call:
+                raise ValueError(
+                    f"jt.function {self._name!r} created variables {per_call} on its first "
+                    "call that nothing keeps after the call: it would create them on every "
+                    "call, and the compiled function would silently keep using the first "
+                    "call's. jt.function only supports singleton Variables created on the "
+                    "first call (as tf.function): create them once outside the function, or "
+                    "keep them on an object (if self.v is None: self.v = jt.Variable(...))")
         writes = []
         for uid, v in tracer.written.items():
             writes.append((v, len(out_ids)))
@@ -825,7 +1207,7 @@ class Function:
         cf.traced = traced_graph
         cf._source = dict(tracer.sources)
         cf.out_plan = out_plan
-        cf.out_structure = result if isinstance(result, (list, tuple, dict)) else 0
+        cf.out_structure = out_structure
         cf.writes = writes
         cf.created = list(tracer.created_vars)
         cf.draws = list(tracer.draws)
@@ -862,6 +1244,24 @@ class Function:
         self._trim()
         return cf
 
+    def _check_arguments_unmodified(self, before, sym_args, sym_kwargs) -> None:
+        """tf.function: a function must not modify its Python list and dict arguments
+        (the trace works on copies: the changes would silently be lost)."""
+        snap_args, snap_kwargs = before
+        b = self._binding
+        modified = [_arg_name(j, b.params, b.varargs)
+                    for j, (s, a) in enumerate(zip(snap_args, sym_args)) if not _same(s, a)]
+        modified += [k for k, s in snap_kwargs.items() if not _same(s, sym_kwargs.get(k))]
+        if modified:
+            fn = b.sig if b.sig is not None else "(...)"
+            short = getattr(self._fn, "__name__", None) or getattr(
+                getattr(self._fn, "func", None), "__name__", self._name)
+            raise ValueError(
+                f"jt.function {self._name!r}: {short}{fn} should not modify its Python input "
+                "arguments. Check if it modifies any lists or dicts passed as arguments. "
+                "Modifying a copy is allowed. The following parameter(s) were modified: "
+                + ", ".join(modified))
+
     def _trim(self) -> None:
         """Drop the least recently used traces beyond the bound (their compiled programs
         stay in the backend's own bounded cache). Remembers the dropped keys, so that
@@ -875,23 +1275,37 @@ class Function:
             del self._history[:-limit]
 
     def _maybe_warn(self, cf):
+        """Warn (at most twice) when 5 of this Function's last 10 calls traced, or when
+        5 of the last 10 calls of the Functions made from this Python function were
+        first calls of new Functions (one created in a loop, as TF counts them)."""
+        det = self._detector
+        firsts = [e for e in det.recent if e is not None]
         n = sum(self._recent)
-        if n < 5 or self._warned >= 2:
-            return
-        if self._reduce_retracing or self.input_signature is not None:
-            # shapes are expected to change: say nothing when only shapes did
-            if all(": shape " in line for line in cf.diff):
-                return
-        self._warned += 1
-        loop = ""
-        if self._code is not None and _wrapped_count[self._code] > 5:
-            loop = (f" jt.function was applied to {self._name!r} "
-                    f"{_wrapped_count[self._code]} times: create it once, outside the loop.")
-        msg = (f"{n} out of the last {len(self._recent)} calls to jt.function "
-               f"{self._name!r} triggered tracing. Last retrace: {cf.cause}.{loop} "
-               + _RETRACE_HINT)
+        if n >= 5 and self._warned < 2:
+            if self._reduce_retracing or self.input_signature is not None:
+                # shapes are expected to change: say nothing when only shapes did
+                if cf.diff and all(": shape " in line for line in cf.diff):
+                    return
+            self._warned += 1
+            self._warn(cf, n, len(self._recent), "")
+        elif len(firsts) >= 5 and det.warned < 2 and cf.cause == "first call":
+            det.warned += 1
+            made = {serial for serial, per_instance in firsts if not per_instance}
+            if len(made) >= len(firsts) - len(made):
+                why = (f" jt.function was created repeatedly in a loop: {len(made)} new "
+                       f"jt.functions made from {self._name!r} traced on their first call "
+                       f"({det.created} made so far): create it once, outside the loop.")
+            else:
+                why = (f" {len(firsts) - len(made)} instances traced the method "
+                       f"{self._name!r} (a jt.function method traces once per instance): "
+                       "reuse the instances rather than making new ones.")
+            self._warn(cf, len(firsts), len(det.recent), why)
+
+    def _warn(self, cf, n, of, why):
+        msg = (f"{n} out of the last {of} calls to jt.function {self._name!r} triggered "
+               f"tracing. Last retrace: {cf.cause}.{why} " + _RETRACE_HINT)
         _log("retrace", msg)
-        warnings.warn(msg, UserWarning, stacklevel=3)
+        warnings.warn(msg, UserWarning, stacklevel=4)
 
     # -- introspection ---------------------------------------------------------------
     def cache_info(self) -> CacheInfo:
@@ -917,12 +1331,10 @@ class Function:
 
     def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
         """The trace for these arguments (traced now when there is none; not run)."""
-        if self.input_signature is not None:
-            args = self._fit_signature(args, kwargs)
+        args, kwargs = self._canonical(args, kwargs)
         backend = self._backend or backends._current[0]
         leaves: list = []
-        key = (backend, _key(args, leaves), _key(kwargs, leaves) if kwargs else None,
-               _tensor_config["check_numerics"])
+        key = self._call_key(backend, args, kwargs, leaves)
         with self._lock:
             cf = self._cache.get(key)
             if cf is None:
