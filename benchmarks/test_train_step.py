@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("size", ["small", "large"])
-@pytest.mark.parametrize("impl", ["numpy", "eager-interpret", "eager-cpu", "function-cpu"])
+@pytest.mark.parametrize("impl", ["numpy", "eager-interpret", "eager-cpu", "function-cpu",
+                                  "function-cpu-batchnone"])
 def test_step(benchmark, ceilings, size, impl):
     cfg = CONFIGS[size]
     benchmark.group = f"mlp-{size}"
@@ -52,8 +53,11 @@ def test_step(benchmark, ceilings, size, impl):
         finally:
             blas.limit_threads()
         return
-    kind, backend = impl.split("-")
-    step = jittape_step(cfg, ws, bs, compiled=kind == "function", backend=backend)
+    kind, backend = impl.split("-")[:2]
+    # function-cpu-batchnone: input_signature=[TensorSpec([None, ...]), ...], one trace
+    # with a symbolic batch size, against function-cpu's trace with the concrete one
+    step = jittape_step(cfg, ws, bs, compiled=kind == "function", backend=backend,
+                        batch_none=impl.endswith("batchnone"))
     args = (jt.constant(x), jt.constant(y))
     step(*args)
     info = {}

@@ -85,8 +85,10 @@ class NumpyStep:
         return loss
 
 
-def jittape_step(cfg, ws, bs, compiled, backend=None):
-    """The same step with jittape: variables, a tape, an optimizer."""
+def jittape_step(cfg, ws, bs, compiled, backend=None, batch_none=False):
+    """The same step with jittape: variables, a tape, an optimizer. ``batch_none``: the
+    jt.function has an input_signature with a None batch size (one trace with a
+    symbolic size serves every batch size)."""
     import jittape as jt  # here, so that the numpy half imports without jittape (peers.py)
 
     params = []
@@ -109,7 +111,11 @@ def jittape_step(cfg, ws, bs, compiled, backend=None):
         opt.apply_gradients(zip(grads, params))
         return loss
 
-    if compiled:
+    if compiled and batch_none:
+        sig = [jt.TensorSpec([None, ws[0].shape[0]], jt.float32),
+               jt.TensorSpec([None], jt.int32)]
+        step = jt.function(step, backend=backend, input_signature=sig)
+    elif compiled:
         step = jt.function(step, backend=backend)
     step.params = params
     return step

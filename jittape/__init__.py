@@ -44,7 +44,10 @@ def constant(value, dtype=None, shape=None, name=None):  # noqa: F811 (TF's argu
     if shape is not None:
         import numpy as _np
 
-        t = Tensor(_np.broadcast_to(t.numpy(), tuple(shape)).copy(), _own=True)
+        from .ops.elementwise import as_shape as _as_shape
+
+        shape = _as_shape(shape, "constant")  # an int is a 1-D shape, as in TF
+        t = Tensor(_np.broadcast_to(t.numpy(), shape).copy(), _own=True)
     return t
 
 

@@ -31,6 +31,12 @@ class NotFoundError(LookupError):
     """Something that was asked for does not exist."""
 
 
+class SymbolicTensorError(AttributeError, TypeError):
+    """``.numpy()`` of a symbolic tensor: an ``AttributeError`` as in TF (whose symbolic
+    tensors have no ``numpy``; code written for TF catches ``AttributeError``), and a
+    ``TypeError`` as jittape's other uses of a symbolic value raise."""
+
+
 def composite(name: str):
     """Decorator for a public function built from other ops: an error raised inside it
     names the function the user called (``softmax: ...``), not only the inner op."""

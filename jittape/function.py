@@ -37,13 +37,16 @@ import weakref
 
 import numpy as np
 
+import passes
+
 from . import _state, backends, nest
 from . import profiler as _profiler
 from . import config as _config
 from .config import _flags
 from .dtypes import as_dtype
 from .errors import InvalidArgumentError, user_location
-from .ir import Type, dtype_name, print_graph
+from .dims import bind, new_symbol, reset_names
+from .ir import ConcretizeError, Type, concretize, dtype_name, is_symbolic, print_graph
 from .tensor import Tensor, Tracer, Variable, convert_to_tensor
 from .tensor import _config as _tensor_config
 
@@ -136,14 +139,17 @@ def _dict_keys(d) -> list:
         return list(d)
 
 
-def _key(obj, leaves: list):
+def _key(obj, leaves: list, mask=None):
     """A hashable key for one argument; its arrays are appended to ``leaves`` (in the
-    order :func:`_symbolize` visits them)."""
+    order :func:`_symbolize` visits them). ``mask`` (leaf -> dims) keys those sizes as
+    ``None``: a trace with symbolic sizes serves every size there."""
     if isinstance(obj, Tensor):
         v = obj._value
         if v is None:
             raise _SymbolicArg
         leaves.append(v)
+        if mask is not None:
+            return _masked(obj._type, mask.get(len(leaves) - 1))
         return obj._type
     t = type(obj)
     if t in _PY_VALUES:
@@ -155,13 +161,14 @@ def _key(obj, leaves: list):
         if a.dtype.kind not in "biuf":
             return ("object", id(obj))
         leaves.append(a)
-        return Type(a.shape, dtype_name(a.dtype))
+        ty = Type(a.shape, dtype_name(a.dtype))
+        return ty if mask is None else _masked(ty, mask.get(len(leaves) - 1))
     if isinstance(obj, Variable):
         return ("var", obj._uid)
     if isinstance(obj, (list, tuple)):
-        return (t, tuple([_key(x, leaves) for x in obj]))
+        return (t, tuple([_key(x, leaves, mask) for x in obj]))
     if isinstance(obj, dict):
-        return (t, tuple([(k, _key(obj[k], leaves)) for k in _dict_keys(obj)]))
+        return (t, tuple([(k, _key(obj[k], leaves, mask)) for k in _dict_keys(obj)]))
     if isinstance(obj, _UNSUPPORTED):
         raise _UnsupportedArg(obj)
     try:
@@ -169,6 +176,91 @@ def _key(obj, leaves: list):
         return ("object", obj)
     except TypeError:
         return ("id", id(obj))
+
+
+def _masked(ty: Type, dims) -> Type:
+    if not dims:
+        return ty
+    return Type(tuple(None if j in dims else d for j, d in enumerate(ty.shape)), ty.dtype)
+
+
+def _leaf_paths(args, kwargs, params, varargs=None) -> list:
+    """The argument path of each tensor or array leaf, in the order of :func:`_key`."""
+    out = []
+
+    def walk(obj, path):
+        if isinstance(obj, Tensor) or (isinstance(obj, (np.ndarray, np.generic))
+                                       and np.asarray(obj).dtype.kind in "biuf"):
+            out.append(path)
+        elif isinstance(obj, (list, tuple)):
+            for j, x in enumerate(obj):
+                walk(x, f"{path}[{j}]")
+        elif isinstance(obj, dict):
+            for k in _dict_keys(obj):
+                walk(obj[k], f"{path}[{k!r}]")
+
+    for j, a in enumerate(args):
+        walk(a, _arg_name(j, params, varargs))
+    for name in _dict_keys(kwargs):
+        walk(kwargs[name], name)
+    return out
+
+
+def _spec_mask(sig) -> dict:
+    """leaf -> the dims an input_signature leaves None (in the order of :func:`_key`)."""
+    out, n = {}, [0]
+
+    def walk(spec):
+        if isinstance(spec, TensorSpec):
+            dims = frozenset(j for j, d in enumerate(spec.shape) if d is None)
+            if dims:
+                out[n[0]] = dims
+            n[0] += 1
+        elif isinstance(spec, (list, tuple)):
+            for x in spec:
+                walk(x)
+        elif isinstance(spec, dict):
+            for k in _dict_keys(spec):
+                walk(spec[k])
+
+    walk(list(sig))
+    return out
+
+
+def _generalize(old_key, new_key, old_types, leaves_new) -> dict | None:
+    """reduce_retracing: the dims in which two call signatures differ, when they differ
+    in sizes only (same structure, dtypes and ranks): leaf -> dims. None otherwise.
+    ``old_types``: (shape, dtype) per leaf of the old call; ``leaves_new``: arrays."""
+    if len(old_types) != len(leaves_new):
+        return None
+    mask = {}
+    for k, ((sa, da), b) in enumerate(zip(old_types, leaves_new)):
+        sb = np.shape(b)
+        if len(sa) != len(sb) or da != dtype_name(np.asarray(b).dtype):
+            return None
+        dims = frozenset(j for j, (x, y) in enumerate(zip(sa, sb)) if x != y)
+        if dims:
+            mask[k] = dims
+    if not mask:
+        return None
+    # apart from the masked sizes, the keys must be the same
+    if _relax_key(old_key, mask, old_types) != _relax_key(new_key, mask, leaves_new):
+        return None
+    return mask
+
+
+def _relax_key(key, mask, leaves):
+    """``key`` (a call key) with the masked sizes keyed as None."""
+    it = iter(range(len(leaves)))
+
+    def walk(k):
+        if isinstance(k, Type):
+            return _masked(k, mask.get(next(it)))
+        if isinstance(k, tuple):
+            return tuple(walk(x) for x in k)
+        return k
+
+    return walk(key)
 
 
 def _symbolize(obj, make):
@@ -453,7 +545,8 @@ class FunctionTracer(Tracer):
 
     def random_input(self, ty: Type, draw) -> Tensor:
         """Random values (``jt.random``, a dropout mask): an input that each call of the
-        compiled function draws afresh with ``draw()``."""
+        compiled function draws afresh with ``draw(shape)`` (the shape of that call's
+        sizes)."""
         vid = self.builder.add_input(ty, "random")
         self.sources[vid] = ("rand", draw)
         self.draws.append((vid, draw))
@@ -490,7 +583,7 @@ class FunctionTracer(Tracer):
             elif src[0] == "var":
                 feeds[vid] = src[1]._value
             elif src[0] == "rand":
-                feeds[vid] = src[1]()
+                feeds[vid] = src[1](tuple(int(d) for d in self.builder.types[vid].shape))
             else:
                 raise TypeError(
                     "the initial value of a Variable created inside a jt.function depends "
@@ -520,6 +613,27 @@ class FunctionTracer(Tracer):
 _ARG, _VAR, _CAP, _RAND = 0, 1, 2, 3
 
 
+class _Spec:
+    """One binding of a trace's sizes: the graph after the passes, what feeds each of
+    its inputs, its compiled program. A trace with known sizes has one; a trace with
+    symbolic sizes one per distinct binding (the passes and code generation run for
+    each, and the generated source is the same, so Numba compiles it once)."""
+
+    __slots__ = ("graph", "reports", "feed_plan", "program", "ready", "thread", "sizes",
+                 "draw_shapes", "times")
+
+    def __init__(self, sizes):
+        self.sizes = sizes  # the binding, as a tuple of sizes (() for known sizes)
+        self.graph = None
+        self.reports: list = []
+        self.feed_plan: list = []  # (kind, x) per graph input
+        self.program = None
+        self.ready = False
+        self.thread = None  # the background compile, once started
+        self.draw_shapes: dict = {}  # random input id -> its shape for this binding
+        self.times = {"passes": 0.0, "codegen": 0.0, "compile": 0.0}
+
+
 class ConcreteFunction:
     """The traced, optimized and compiled program for one call signature."""
 
@@ -528,35 +642,140 @@ class ConcreteFunction:
         self.backend = backend
         self.key = key
         self.params = params
-        self.traced = None  # the graph as traced
-        self.graph = None  # after the passes
-        self.reports: list = []
-        self.feed_plan: list = []  # (kind, x) per graph input
+        self.traced = None  # the graph as traced (with symbolic sizes, if any)
         self.out_plan: list = []  # per flat output leaf: graph output index or ("py", obj)
         self.out_structure = None
         self.writes: list = []  # (variable, graph output index)
-        self.program = None
         self.times = {"trace": 0.0, "passes": 0.0, "codegen": 0.0, "compile": 0.0}
         self.cause = ""
         self.diff: list = []  # what changed from the closest earlier signature
         self.call_number = 0
-        self.ready = False
         self.refill = False  # traced again after the trace cache's bound dropped it
         self._source: dict = {}
+        self._captures: dict = {}  # graph input id -> captured array
         self.created: list = []
         self.draws: list = []
-        self._thread = None  # the background compile, once started
+        # symbolic sizes: (argument leaf, dim, Dim) per symbolic size of an argument,
+        # and the root symbols in order (a binding is their sizes); None: all known
+        self.symbols_at = None
+        self.roots: list = []
+        self.leaf_types = None  # (shape, dtype) of each argument leaf as first called
+        self.spec = _Spec(())  # the binding used last (introspection reads it)
+        self._specs: collections.OrderedDict = collections.OrderedDict()
+        self._spec_lock = threading.Lock()
+
+    # the last binding's pieces, under the names they have always had
+    graph = property(lambda self: self.spec.graph)
+    reports = property(lambda self: self.spec.reports)
+    feed_plan = property(lambda self: self.spec.feed_plan)
+    ready = property(lambda self: self.spec.ready)
+    _thread = property(lambda self: self.spec.thread)
+
+    @property
+    def program(self):
+        return self.spec.program
+
+    @program.setter
+    def program(self, prog):
+        self.spec.program = prog
+
+    @property
+    def symbolic(self) -> bool:
+        """Traced with symbolic sizes: one trace serves every binding of them."""
+        return self.symbols_at is not None
+
+    @property
+    def specializations(self) -> int:
+        """Bindings of the symbolic sizes seen so far (1 for a trace with known sizes)."""
+        return len(self._specs) if self.symbolic else 1
+
+    # -- specializing ----------------------------------------------------------------
+    def specialize(self, graph, sizes=(), values=None):
+        """The :class:`_Spec` for ``graph`` (the trace with its sizes bound): the
+        backend's passes, the feed plan and the program."""
+        spec = _Spec(sizes)
+        t1 = time.perf_counter()
+        if any(n.op.from_types is not None for n in graph.nodes):
+            graph = concretize(graph, values or {})  # jt.shape and friends: constants
+        spec.draw_shapes = {v: t.shape for v, t in zip(graph.inputs, graph.input_types)}
+        pipeline = backends.pipeline(self.backend)
+        if values:
+            # the bound symbolic sizes are not folded into constants: every binding's
+            # graph has one structure, so the generated source is the same
+            vary = frozenset(v for v in values.values() if v > 1)
+            pipeline = tuple(passes.configured(passes.fold_constants, vary=vary)
+                             if passes.pass_key(p)[0] == "fold_constants" else p
+                             for p in pipeline)
+        spec.graph, spec.reports = backends.optimize(graph, pipeline)
+        plan = []
+        for vid in spec.graph.inputs:
+            src = self._source.get(vid)
+            if src is None:
+                plan.append((_CAP, self._captures[vid]))
+            elif src[0] == "arg":
+                plan.append((_ARG, src[1]))
+            elif src[0] == "rand":
+                plan.append((_RAND, vid))
+            else:
+                plan.append((_VAR, src[1]))
+        spec.feed_plan = plan
+        t2 = time.perf_counter()
+        spec.times["passes"] = t2 - t1
+        if self.backend == "cpu" and spec.graph.outputs:
+            from .backends import cpu
+
+            try:
+                spec.program = cpu.program(spec.graph)
+            except Exception:  # noqa: BLE001 - cpu.run_arrays falls back and warns
+                spec.program = None
+            spec.times["codegen"] = time.perf_counter() - t2
+        self.times.update(passes=spec.times["passes"], codegen=spec.times["codegen"])
+        self.spec = spec
+        return spec
+
+    def spec_for(self, leaves) -> _Spec:
+        """The binding of the symbolic sizes that these argument arrays give."""
+        if self.symbols_at is None:
+            return self.spec
+        try:
+            values = bind(self.symbols_at, [np.shape(a) for a in leaves])
+        except ValueError as e:
+            raise InvalidArgumentError(f"jt.function {self.name!r}: {e}") from None
+        sizes = tuple(values[r] for r in self.roots)
+        spec = self._specs.get(sizes)
+        if spec is not None:
+            self.spec = spec
+            return spec
+        with self._spec_lock:
+            spec = self._specs.get(sizes)
+            if spec is None:
+                try:
+                    graph = concretize(self.traced, values)
+                except ConcretizeError as e:
+                    loc = e.node.loc if e.node is not None else None
+                    raise InvalidArgumentError(
+                        f"jt.function {self.name!r}: the sizes of this call "
+                        f"({', '.join(f'{r.name}={v}' for r, v in zip(self.roots, sizes))}) "
+                        f"do not fit the trace: {e}" + (f" (at {loc})" if loc else "")
+                    ) from None
+                spec = self.specialize(graph, sizes, values)
+                self._specs[sizes] = spec
+                _config.evict(self._specs, "traces")
+            else:
+                self.spec = spec
+        return spec
 
     # -- running -------------------------------------------------------------------
-    def _arrays(self, leaves):
+    def _arrays(self, leaves, spec):
         if self.draws:
             # every random value of the trace is drawn, in program order, also those
             # the passes found unused: the generator advances as the eager code's would
-            drawn = {vid: draw() for vid, draw in self.draws}
+            shapes = spec.draw_shapes
+            drawn = {vid: draw(shapes[vid]) for vid, draw in self.draws}
             return [leaves[x] if kind == _ARG else (x._value if kind == _VAR else (
-                drawn[x] if kind == _RAND else x)) for kind, x in self.feed_plan]
+                drawn[x] if kind == _RAND else x)) for kind, x in spec.feed_plan]
         return [leaves[x] if kind == _ARG else (x._value if kind == _VAR else x)
-                for kind, x in self.feed_plan]
+                for kind, x in spec.feed_plan]
 
     def run(self, leaves):
         if _profiler.ACTIVE:
@@ -565,8 +784,9 @@ class ConcreteFunction:
         return self._run(leaves)
 
     def _run(self, leaves):
-        arrays = self._arrays(leaves)
-        prog = self.program
+        spec = self.spec if self.symbols_at is None else self.spec_for(leaves)
+        arrays = self._arrays(leaves, spec)
+        prog = spec.program
         if prog is not None and prog.ready and prog.fallback is None:
             outs = prog(arrays, trusted=True)
         elif self.backend == "cpu":
@@ -577,14 +797,14 @@ class ConcreteFunction:
                     and cpu.background_compile():
                 # compile in the background; until it is done, the interpreter runs the
                 # same graph (the first call returns at once, not after the compile)
-                self._start_compile(arrays)
-                outs = self._interpret(arrays, raw)
-                self._compiled()
+                self._start_compile(spec, arrays)
+                outs = self._interpret(spec, arrays, raw)
+                self._compiled(spec)
             else:
-                outs = cpu.run_arrays(self.graph, arrays)
-                self._compiled()
+                outs = cpu.run_arrays(spec.graph, arrays)
+                self._compiled(spec)
         else:
-            outs = backends.run(self.graph, dict(zip(self.graph.inputs, arrays)), self.backend)
+            outs = backends.run(spec.graph, dict(zip(spec.graph.inputs, arrays)), self.backend)
             outs = [self._owned(a, arrays) for a in outs]
         for v, k in self.writes:
             a = outs[k]
@@ -595,12 +815,13 @@ class ConcreteFunction:
         flat = [Tensor(outs[p], _own=True) if type(p) is int else p[1] for p in self.out_plan]
         return nest.pack_sequence_as(self.out_structure, flat)
 
-    def _compiled(self):
-        prog = self.program
-        if prog is None or not prog.ready or self.ready:
+    def _compiled(self, spec=None):
+        spec = spec or self.spec
+        prog = spec.program
+        if prog is None or not prog.ready or spec.ready:
             return
-        self.times["compile"] = prog.compile_seconds
-        self.ready = True
+        spec.times["compile"] = self.times["compile"] = prog.compile_seconds
+        spec.ready = True
         how = {"compiled": "compiled by Numba", "disk": "loaded from the disk cache",
                "memory": "the same source was compiled already"}.get(prog.origin)
         distinct = len({k for k, _ in prog.kernels})
@@ -608,25 +829,30 @@ class ConcreteFunction:
              f"({distinct} distinct kernels), {how} in {prog.compile_seconds:.2f} s "
              f"[{self.cause}] -> {prog.path}")
 
-    def _start_compile(self, arrays):
+    def _start_compile(self, spec, arrays):
         from .backends import cpu
 
-        cpu._compile_in_background(self.program, arrays)
-        self._thread = self.program.compile_thread
+        cpu._compile_in_background(spec.program, arrays)
+        spec.thread = spec.program.compile_thread
 
-    def _interpret(self, arrays, raw):
+    def _interpret(self, spec, arrays, raw):
         from .backends import interpret
 
-        plain = self.program.plain_graph()
+        plain = spec.program.plain_graph()
         outs = interpret.run(plain, dict(zip(plain.inputs, arrays)))
         return [self._owned(np.asarray(a), raw) for a in outs]
 
+    def _all_specs(self) -> list:
+        return list(self._specs.values()) if self.symbolic else [self.spec]
+
     def wait(self, timeout=None) -> bool:
-        """Wait for a background compile; True when the compiled program is ready."""
-        if self.program is None:
-            return True
-        ready = self.program.wait(timeout)
-        self._compiled()
+        """Wait for background compiles; True when the compiled programs are ready."""
+        ready = True
+        for spec in self._all_specs():
+            if spec.program is None:
+                continue
+            ready = spec.program.wait(timeout) and ready
+            self._compiled(spec)
         return ready
 
     @staticmethod
@@ -644,6 +870,8 @@ class ConcreteFunction:
     def kernels(self) -> list:
         if self.program is not None:
             return list(self.program.kernels)
+        if self.graph is None:
+            return []
         from passes import kernels, is_fused
 
         out = []
@@ -655,7 +883,6 @@ class ConcreteFunction:
             else:
                 out.append((f"k{k}", n.op.name))
         return out
-
 
 
 class CacheInfo(collections.namedtuple(
@@ -881,6 +1108,10 @@ class Function:
             input_signature = tuple(input_signature)
         self.input_signature = input_signature
         self._reduce_retracing = bool(reduce_retracing)
+        # argument leaf -> the dims traced as symbols, keyed as None: an input_signature's
+        # None dims; under reduce_retracing, the dims that changed between two calls
+        self._mask = _spec_mask(input_signature) if input_signature is not None else None
+        self._mask = self._mask or None
         self._backend = None if backend is None else backends.check_backend(backend)
         # signature key -> ConcreteFunction, most recently used last; at most
         # jt.config.cache_limits()["traces"] of them
@@ -972,8 +1203,11 @@ class Function:
             with self._lock:
                 cf = self._cache.get(key)
                 if cf is None:
-                    cf = self._trace(key, backend, args, kwargs)
-                    traced = True
+                    key, mask = self._relaxed(key, leaves)
+                    cf = self._cache.get(key)
+                    if cf is None:
+                        cf = self._trace(key, backend, args, kwargs, mask)
+                        traced = True
         else:
             try:
                 self._cache.move_to_end(key)  # recently used: the bound keeps it
@@ -1005,8 +1239,10 @@ class Function:
 
     def _call_key(self, backend, args, kwargs, leaves):
         """The signature key of canonical arguments (their arrays go to ``leaves``)."""
+        mask = self._mask
         try:
-            return (backend, _key(args, leaves), _key(kwargs, leaves) if kwargs else None,
+            return (backend, _key(args, leaves, mask),
+                    _key(kwargs, leaves, mask) if kwargs else None,
                     _tensor_config["check_numerics"])
         except _UnsupportedArg as e:
             path = _path_to(e.obj, args, kwargs, self._params, self._binding.varargs)
@@ -1110,7 +1346,11 @@ class Function:
 
 
     # -- tracing -------------------------------------------------------------------
-    def _trace(self, key, backend, args, kwargs) -> ConcreteFunction:
+    def _trace(self, key, backend, args, kwargs, mask=None) -> ConcreteFunction:
+        """Trace the Python function for this call signature. ``mask`` (argument leaf
+        -> dims) names the sizes traced as symbols (``jittape.dims``): None in the
+        input_signature, or generalized by reduce_retracing."""
+        leaf_types = []
         t0 = time.perf_counter()
         first = self._traces == 0
         described = _describe_leaves(args, kwargs, self._params, self._binding.varargs)
@@ -1136,10 +1376,23 @@ class Function:
         cf.call_number = self._calls + 1
         tracer = FunctionTracer(self._name)
         n_args = [0]
+        reset_names()
+        symbols_at = []  # (leaf, dim, Dim) of the sizes traced as symbols
+        paths = _leaf_paths(args, kwargs, self._params, self._binding.varargs) if mask else []
 
         def make(ty):
-            ph = tracer.placeholder(ty, f"arg{n_args[0]}")
-            tracer.sources[ph._id] = ("arg", n_args[0])
+            k = n_args[0]
+            leaf_types.append((ty.shape, ty.dtype))
+            dims = mask.get(k) if mask else None
+            if dims:
+                shape = list(ty.shape)
+                for j in sorted(dims):
+                    if j < len(shape):
+                        shape[j] = new_symbol(f"dimension {j} of argument {paths[k]!r}")
+                        symbols_at.append((k, j, shape[j]))
+                ty = Type(tuple(shape), ty.dtype)
+            ph = tracer.placeholder(ty, f"arg{k}")
+            tracer.sources[ph._id] = ("arg", k)
             n_args[0] += 1
             return ph
 
@@ -1170,10 +1423,10 @@ class Function:
                         vid = leaf._id
                     elif leaf._value is not None:
                         vid = tracer.capture(leaf)
-                    else:
-                        raise TypeError(
-                            f"jt.function {self._name!r} returned a symbolic tensor of "
-                            "another trace")
+                    else:  # a symbolic tensor of another trace: out of scope here
+                        from .tensor import _out_of_scope
+
+                        raise _out_of_scope(leaf)
                     out_plan.append(len(out_ids))
                     out_ids.append(vid)
                 else:
@@ -1211,33 +1464,16 @@ class Function:
         cf.writes = writes
         cf.created = list(tracer.created_vars)
         cf.draws = list(tracer.draws)
-        t1 = time.perf_counter()
-        cf.times["trace"] = t1 - t0
-        graph, reports = backends.optimize(traced_graph, backends.pipeline(backend))
-        cf.graph, cf.reports = graph, reports
-        caps = {vid: arr for vid, arr in tracer.captures.values()}
-        plan = []
-        for vid in graph.inputs:
-            src = tracer.sources.get(vid)
-            if src is None:
-                plan.append((_CAP, caps[vid]))
-            elif src[0] == "arg":
-                plan.append((_ARG, src[1]))
-            elif src[0] == "rand":
-                plan.append((_RAND, vid))
-            else:
-                plan.append((_VAR, src[1]))
-        cf.feed_plan = plan
-        t2 = time.perf_counter()
-        cf.times["passes"] = t2 - t1
-        if backend == "cpu" and graph.outputs:
-            from .backends import cpu
-
-            try:
-                cf.program = cpu.program(graph)
-            except Exception:  # noqa: BLE001 - cpu.run_arrays falls back and warns
-                cf.program = None
-            cf.times["codegen"] = time.perf_counter() - t2
+        cf._captures = {vid: arr for vid, arr in tracer.captures.values()}
+        cf.leaf_types = leaf_types
+        cf.times["trace"] = time.perf_counter() - t0
+        if symbols_at and is_symbolic(traced_graph):
+            # one trace for every size of the symbolic dims: each new binding of them
+            # runs the passes and generates code (the same source: Numba compiles once)
+            cf.symbols_at = symbols_at
+            cf.roots = list(dict.fromkeys(d.symbol() for _, _, d in symbols_at))
+        else:
+            cf.specialize(traced_graph)
         self._traces += 1
         self._history.append(described)
         self._cache[key] = cf
@@ -1311,15 +1547,18 @@ class Function:
     def cache_info(self) -> CacheInfo:
         cfs = list(self._cache.values())
         kernels = sum(len(cf.kernels()) for cf in cfs if cf.graph is not None)
-        compiled = sum(1 for cf in cfs if cf.program is not None
-                       and cf.program.origin == "compiled")
-        reused = sum(1 for cf in cfs if cf.program is not None
-                     and cf.program.origin in ("disk", "memory"))
+        # a trace with symbolic sizes has a program per binding of them: count each
+        # (a binding whose generated source was compiled already counts as reused)
+        progs = [sp.program for cf in cfs for sp in cf._all_specs() if sp.program is not None]
+        compiled = sum(1 for p in progs if p.origin == "compiled")
+        reused = sum(1 for p in progs if p.origin in ("disk", "memory"))
         seconds = 0.0
         for cf in cfs:
-            seconds += cf.times["trace"] + cf.times["passes"] + cf.times["codegen"]
-            if cf.program is not None and cf.program.ready:
-                seconds += cf.program.compile_seconds
+            seconds += cf.times["trace"]
+            for sp in cf._all_specs():
+                seconds += sp.times["passes"] + sp.times["codegen"]
+                if sp.program is not None and sp.program.ready:
+                    seconds += sp.program.compile_seconds
         return CacheInfo(self._traces, self._hits, self._misses, kernels, compiled, reused,
                          seconds, len(cfs), self._n_evicted)
 
@@ -1329,8 +1568,28 @@ class Function:
         For timing a compiled step, and for tests."""
         return all([cf.wait(timeout) for cf in list(self._cache.values())])
 
+    def _relaxed(self, key, leaves):
+        """On a miss: the key and mask to trace with. Under reduce_retracing, a call
+        that differs from the last trace in sizes only generalizes those sizes (as
+        tf.function does: the third batch size reuses the second trace)."""
+        mask = self._mask
+        if not self._reduce_retracing or not self._cache:
+            return key, mask
+        last = next(reversed(self._cache.values()))
+        if last.leaf_types is None:
+            return key, mask
+        diff = _generalize(last.key, key, last.leaf_types, leaves)
+        if diff is None:
+            return key, mask
+        merged = dict(mask or {})
+        for k, dims in diff.items():
+            merged[k] = merged.get(k, frozenset()) | dims
+        self._mask = merged
+        return _relax_key(key, merged, leaves), merged
+
     def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
-        """The trace for these arguments (traced now when there is none; not run)."""
+        """The trace for these arguments (traced now when there is none; not run).
+        A trace with symbolic sizes is specialized to these arguments' sizes."""
         args, kwargs = self._canonical(args, kwargs)
         backend = self._backend or backends._current[0]
         leaves: list = []
@@ -1338,7 +1597,12 @@ class Function:
         with self._lock:
             cf = self._cache.get(key)
             if cf is None:
-                cf = self._trace(key, backend, args, kwargs)
+                key, mask = self._relaxed(key, leaves)
+                cf = self._cache.get(key)
+                if cf is None:
+                    cf = self._trace(key, backend, args, kwargs, mask)
+        if cf.symbolic:
+            cf.spec_for(leaves)
         return cf
 
     def explain(self, *args, **kwargs) -> "Explanation":
@@ -1376,6 +1640,13 @@ class Explanation:
                      f"{len(cf.writes)} written")
         lines.append(f"traced at call {cf.call_number} ({cf.cause}); Python side effects "
                      "(print, appends) ran then, not on the calls that reuse the trace")
+        if cf.symbolic:
+            syms = "; ".join(f"{r.name} is {r.origin}" for r in cf.roots)
+            now = ", ".join(f"{r.name}={v}" for r, v in zip(cf.roots, cf.spec.sizes))
+            lines.append(f"symbolic sizes: {syms}. One trace serves every size; this "
+                         f"report is for {now} ({cf.specializations} size binding(s) so "
+                         "far, each ran the passes and code generation, and gives the "
+                         "same generated source)")
         lines.append("")
         lines.append(f"-- traced graph: {len(cf.traced.nodes)} nodes --")
         lines.append(print_graph(cf.traced, show_loc=True))

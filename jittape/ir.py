@@ -5,7 +5,8 @@ integer value ids. Every node carries its :class:`OpDef`, so a pass reads
 ``node.op.kind`` or ``node.op.pure`` without touching the op registry, tensors or
 backends. Graphs are immutable: passes build new ones.
 
-This module knows nothing else of jittape (numpy is its only import).
+This module knows nothing else of jittape (numpy and its sibling ``dims``, the
+symbolic sizes, are its only imports).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
+
+from .dims import Dim
 
 # ---------------------------------------------------------------------------
 # Types
@@ -59,7 +62,8 @@ class Type:
     dtype: str
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(None if d is None else int(d) for d in self.shape))
+        object.__setattr__(self, "shape", tuple(
+            d if d is None or isinstance(d, Dim) else int(d) for d in self.shape))
         object.__setattr__(self, "dtype", dtype_name(self.dtype))
 
     @property
@@ -70,10 +74,15 @@ class Type:
     def size(self) -> int | None:
         n = 1
         for d in self.shape:
-            if d is None:
+            if d is None or isinstance(d, Dim):
                 return None
             n *= d
         return n
+
+    @property
+    def symbolic(self) -> bool:
+        """Some size is a symbol (``jittape.dims``): unknown until a call binds it."""
+        return any(isinstance(d, Dim) for d in self.shape)
 
     @property
     def is_float(self) -> bool:
@@ -146,6 +155,9 @@ class OpDef:
     # a reduction's monoid (how its code generators accumulate): one of MONOIDS
     monoid: str | None = None
     cut: bool = False  # tapes record nothing past it (stop_gradient)
+    # the op's value from its inputs' types alone (``shape``, ``size``): a graph traced
+    # with symbolic sizes holds the node, ``concretize`` makes it a constant
+    from_types: Callable | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -512,6 +524,75 @@ def run_node(n: Node, arrays) -> tuple:
         r = np.asarray(r)
         out.append(r if dtype_name(r.dtype) == t.dtype else r.astype(t.dtype))
     return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# Symbolic sizes
+
+
+def _substitute(v, values: dict):
+    """``v`` (an attribute, a Type, a size) with every symbolic size evaluated."""
+    if isinstance(v, Dim):
+        return v.evaluate(values)
+    if isinstance(v, Type):
+        if not v.symbolic:
+            return v
+        return Type(tuple(_substitute(d, values) for d in v.shape), v.dtype)
+    if type(v) is tuple:
+        return tuple(_substitute(x, values) for x in v)
+    return v
+
+
+def is_symbolic(g: "Graph") -> bool:
+    """Whether some type or attribute of ``g`` holds a symbolic size."""
+    def sym(v):
+        if isinstance(v, Dim):
+            return True
+        if isinstance(v, Type):
+            return v.symbolic
+        return type(v) is tuple and any(sym(x) for x in v)
+
+    if any(t.symbolic for t in g.input_types):
+        return True
+    return any(any(t.symbolic for t in n.types) or any(sym(v) for _, v in n.attrs)
+               for n in g.nodes)
+
+
+class ConcretizeError(ValueError):
+    """The sizes of a call do not fit a graph traced with symbolic sizes (``.node``)."""
+
+    def __init__(self, msg, node=None):
+        super().__init__(msg)
+        self.node = node
+
+
+def concretize(g: "Graph", values: dict) -> "Graph":
+    """``g`` for one binding of its symbolic sizes (root symbol -> int): every size
+    substituted, every type inferred again from the concrete inputs (the op's own rule
+    checks them: a call whose arrays do not fit raises :class:`ConcretizeError` naming
+    the op), and every op computed from types alone (``from_types``) a constant."""
+    types = {}
+    in_types = tuple(_substitute(t, values) for t in g.input_types)
+    types.update(zip(g.inputs, in_types))
+    nodes = []
+    const = OP_TABLE.get("const")
+    for n in g.nodes:
+        attrs = tuple((k, _substitute(v, values)) for k, v in n.attrs)
+        ins = [types[i] for i in n.inputs]
+        if n.op.from_types is not None:
+            arr = np.asarray(n.op.from_types(ins, **dict(attrs)), dtype=n.types[0].dtype)
+            nodes.append(Node(const, (), n.outputs, (("value", Const(arr)),),
+                              (Type(arr.shape, n.types[0].dtype),), n.loc))
+            types[n.outputs[0]] = nodes[-1].types[0]
+            continue
+        try:
+            out = tuple(infer_types(n.op, ins, dict(attrs)))
+        except (ValueError, TypeError, IndexError) as e:
+            raise ConcretizeError(
+                f"{n.op.name}: {e} [inputs: {', '.join(map(str, ins))}]", n) from None
+        types.update(zip(n.outputs, out))
+        nodes.append(Node(n.op, n.inputs, n.outputs, attrs, out, n.loc))
+    return Graph(g.inputs, in_types, tuple(nodes), g.outputs, g.name, g.input_names)
 
 
 # ---------------------------------------------------------------------------

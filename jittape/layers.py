@@ -21,6 +21,7 @@ crossentropy given their output computes from the logits, as Keras 3 does (see
 from __future__ import annotations
 
 import collections
+import functools
 import inspect
 import math
 import numbers
@@ -132,6 +133,26 @@ def get_activation(identifier):
     raise TypeError(f"activation must be a name, None or a callable, got {identifier!r}")
 
 
+class _ActivationAttr:
+    """The ``activation`` attribute of a layer: whatever is assigned (a name, ``None``
+    for linear, or a callable) is stored as the function, so that ``layer.activation =
+    None`` after construction means linear, as ``activation=None`` does."""
+
+    def __set_name__(self, owner, name):
+        self.key = "_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__[self.key]
+        except KeyError:
+            raise AttributeError(self.key[1:]) from None
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.key] = get_activation(value)
+
+
 def _activation_name(fn) -> str:
     for k, v in ACTIVATIONS.items():
         if v is fn:
@@ -187,6 +208,45 @@ def _shape_structure(x):
     return None
 
 
+def _build_arg(input_shape):
+    """A list of dims given to ``build`` (``[None, 4]``) as the tuple shape layers expect."""
+    if isinstance(input_shape, list) and any(
+        isinstance(d, numbers.Integral) for d in input_shape
+    ) and all(d is None or isinstance(d, numbers.Integral) for d in input_shape):
+        return tuple(input_shape)
+    return tuple(input_shape) if _is_shape(input_shape) else input_shape
+
+
+def _wrap_build(build):
+    """``build`` that marks the layer built (and remembers the input shape) when it
+    returns, as Keras 3 wraps every layer's build: ``layer.build(shape)`` called
+    directly builds the layer once, and its first call does not build it again."""
+    if getattr(build, "_jt_marks_built", False):
+        return build
+
+    @functools.wraps(build)
+    def wrapper(self, *args, **kwargs):
+        if args:
+            args = (_build_arg(args[0]),) + args[1:]
+        elif "input_shape" in kwargs:
+            kwargs["input_shape"] = _build_arg(kwargs["input_shape"])
+        depth = self.__dict__.get("_build_depth", 0)
+        object.__setattr__(self, "_build_depth", depth + 1)
+        try:
+            result = build(self, *args, **kwargs)
+        finally:
+            object.__setattr__(self, "_build_depth", depth)
+        if depth == 0:  # the outermost build (a subclass's super().build() is inside it)
+            shape = args[0] if args else kwargs.get("input_shape")
+            if shape is not None:
+                self._build_input_shape = _batchless(shape)
+            self.built = True
+        return result
+
+    wrapper._jt_marks_built = True
+    return wrapper
+
+
 def _as_input_shape(input_shape):
     """``input_shape`` (without the batch dim) as a full shape with batch ``None``."""
     if input_shape is None:
@@ -208,6 +268,11 @@ class Layer:
     part of this layer's ``variables`` (own weights first, then sublayers in the
     order they were assigned).
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if inspect.isfunction(cls.__dict__.get("build")):
+            cls.build = _wrap_build(cls.__dict__["build"])
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None, **kwargs):
         if kwargs:
@@ -344,8 +409,11 @@ class Layer:
             v.assign(a)
 
     # -- building and calling ---------------------------------------------------------
+    @_wrap_build
     def build(self, input_shape):
-        """Create the weights for inputs of ``input_shape`` (override in subclasses)."""
+        """Create the weights for inputs of ``input_shape`` (override in subclasses).
+
+        Calling it directly builds the layer (it is then ``built``), as in Keras."""
 
     def _build_with(self, input_shape):
         if _is_shape(input_shape):
@@ -463,6 +531,8 @@ class Dense(Layer):
     Inputs of rank > 2 are multiplied on their last axis.
     """
 
+    activation = _ActivationAttr()
+
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", input_shape=None, name=None, dtype=None,
                  trainable=True, **kwargs):
@@ -524,7 +594,9 @@ class Dense(Layer):
 
 
 class Activation(Layer):
-    """Applies an activation function (by name or callable)."""
+    """Applies an activation function (by name or callable; ``None`` is linear)."""
+
+    activation = _ActivationAttr()
 
     def __init__(self, activation, name=None, dtype=None, input_shape=None, **kwargs):
         super().__init__(name=name, dtype=dtype, input_shape=input_shape, **kwargs)
@@ -549,12 +621,16 @@ class Flatten(Layer):
         return None if any(d is None for d in rest) else int(math.prod(rest))
 
     def call(self, inputs):
-        shape = tuple(inputs.shape)
+        inputs = inputs if isinstance(inputs, Tensor) else convert_to_tensor(inputs)
+        shape = tuple(inputs._type.shape)  # symbolic sizes too (a None batch size)
         if not shape:
             raise InvalidArgumentError(
                 f'layer "{self.name}": Flatten needs inputs with a batch dimension, got a scalar'
             )
-        return _ops.reshape(inputs, (shape[0], self._flat(shape)))
+        rest = 1
+        for d in shape[1:]:
+            rest = rest * d
+        return _ops.reshape(inputs, (shape[0], rest))
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], self._flat(tuple(input_shape)))
@@ -562,6 +638,34 @@ class Flatten(Layer):
 
 # ---------------------------------------------------------------------------
 # Dropout
+
+
+def _validate_noise_shape(noise_shape):
+    """Keras 3's check of ``Dropout(noise_shape=)``: None, or a tuple/list whose entries
+    are positive ints or None (a bool is not taken as a dimension here)."""
+    if noise_shape is None:
+        return None
+    head = "Dropout: invalid value received for argument `noise_shape`."
+    if isinstance(noise_shape, str):
+        raise ValueError(f"{head} Expected a tuple or list of integers. "
+                         f"Received: noise_shape={noise_shape!r}")
+    if isinstance(noise_shape, (Tensor, Variable)):
+        noise_shape = np.asarray(noise_shape).tolist()
+    try:
+        dims = tuple(noise_shape)
+    except TypeError:
+        raise ValueError(f"{head} Expected an iterable of integers (e.g., a tuple or list). "
+                         f"Received: noise_shape={noise_shape!r}") from None
+    for i, d in enumerate(dims):
+        if d is None:
+            continue
+        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+            raise ValueError(f"{head} Expected all elements to be integers or None. Received "
+                             f"element at index {i}: {d!r} (type: {type(d).__name__})")
+        if d <= 0:
+            raise ValueError(f"{head} Expected all dimensions to be positive integers or "
+                             f"None. Received negative or zero value at index {i}: {d}")
+    return tuple(None if d is None else int(d) for d in dims)
 
 
 class Dropout(Layer):
@@ -577,9 +681,11 @@ class Dropout(Layer):
                  input_shape=None, **kwargs):
         super().__init__(name=name, dtype=dtype, input_shape=input_shape, **kwargs)
         if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
-            raise ValueError(f"Dropout: rate must be a number in [0, 1), got {rate!r}")
+            raise ValueError(
+                "Dropout: invalid value received for argument `rate`: expected a float value "
+                f"in [0, 1) (the fraction of the inputs to drop). Received: rate={rate!r}")
         self.rate = float(rate)
-        self.noise_shape = None if noise_shape is None else tuple(noise_shape)
+        self.noise_shape = _validate_noise_shape(noise_shape)
         self.seed = seed
         self._rng = None if seed is None else np.random.default_rng(int(seed))
 
@@ -594,7 +700,7 @@ class Dropout(Layer):
                     f'layer "{self.name}": noise_shape {list(self.noise_shape)} does not have '
                     f"the rank of the inputs {_fmt_shape(inputs.shape)}"
                 )
-            noise = [inputs.shape[i] if d is None else int(d)
+            noise = [inputs._type.shape[i] if d is None else int(d)
                      for i, d in enumerate(self.noise_shape)]
         return _ops.nn.dropout(inputs, self.rate, noise_shape=noise, rng=g)
 

@@ -301,6 +301,9 @@ class Loss:
             zero = _ops.equal(d, 0.0)
             return _ops.where(zero, _ops.zeros_like(total),
                               total / _ops.where(zero, _ops.ones_like(d), d))
+        if values._type.symbolic:  # the count is known when a call binds the sizes
+            n = _ops.maximum(_ops.size(values, out_type=total.dtype), 1)
+            return total / n
         n = int(np.prod(values.shape)) if values.ndim else 1
         return total / float(max(n, 1))
 

@@ -80,15 +80,26 @@ def generator(seed=None) -> np.random.Generator:
     return g
 
 
+def _is_int(d) -> bool:
+    return isinstance(d, numbers.Integral) and not isinstance(d, bool)
+
+
+def _index(d) -> int:
+    if isinstance(d, bool):
+        raise TypeError("a bool is not a dimension")
+    return d.__index__()  # a 0-d integer tensor or numpy integer; a float has none
+
+
 def _shape(shape, fn) -> tuple:
     if isinstance(shape, (Tensor, Variable)):
         shape = np.asarray(shape).tolist()
     if isinstance(shape, numbers.Integral):
         shape = (shape,)
     try:
-        dims = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise TypeError(f"{fn}: shape must be a list of ints, got {shape!r}") from None
+        dims = tuple(int(d) if _is_int(d) else _index(d) for d in shape)
+    except (TypeError, ValueError, AttributeError):
+        # a float dim is an error (int() would truncate 2.5 to 2 without a word)
+        raise TypeError(f"{fn}: shape must be an int or a list of ints, got {shape!r}") from None
     if any(d < 0 for d in dims) or any(d is None for d in dims):
         raise ValueError(f"{fn}: shape must be fully defined and non-negative, got {list(dims)}")
     return TensorShape(dims)
@@ -102,19 +113,20 @@ def _float_dtype(dtype, fn):
 
 
 def _sample(draw, dims, dt) -> Tensor:
-    """``draw()`` as a tensor. Inside a ``jt.function`` trace the draw becomes an input
-    of the traced graph that every call draws afresh (from the generator current at
-    that call, so ``set_seed`` governs compiled steps as it does eager ones)."""
+    """``draw(shape)`` as a tensor. Inside a ``jt.function`` trace the draw becomes an
+    input of the traced graph that every call draws afresh (from the generator current
+    at that call, so ``set_seed`` governs compiled steps as it does eager ones), of the
+    shape the call's sizes give (a symbolic size is known only then)."""
     from .ir import Type
     from .tensor import function_tracer
 
-    def sample():
-        return np.asarray(draw()).astype(dt._np, copy=False)
+    def sample(shape):
+        return np.asarray(draw(tuple(shape))).astype(dt._np, copy=False)
 
     tracer = function_tracer()
     if tracer is not None:
         return tracer.random_input(Type(tuple(dims), dt.name), sample)
-    return convert_to_tensor(sample())
+    return convert_to_tensor(sample(dims))
 
 
 def uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, name=None):
@@ -130,12 +142,12 @@ def uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, name=None)
         if not minval < maxval:
             raise ValueError(f"uniform: need minval < maxval, got [{minval}, {maxval})")
         lo_i, hi_i = int(minval), int(maxval)
-        return _sample(lambda: generator(seed).integers(lo_i, hi_i, size=dims), dims, dt)
+        return _sample(lambda d: generator(seed).integers(lo_i, hi_i, size=d), dims, dt)
     if not dt.is_floating:
         raise TypeError(f"uniform: dtype must be a float or integer type, got {dt.name}")
     lo = float(minval)
     hi = 1.0 if maxval is None else float(maxval)
-    return _sample(lambda: generator(seed).random(dims) * (hi - lo) + lo, dims, dt)
+    return _sample(lambda d: generator(seed).random(d) * (hi - lo) + lo, dims, dt)
 
 
 def normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
@@ -143,7 +155,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
     dims = _shape(shape, "normal")
     dt = _float_dtype(dtype, "normal")
     sd, mu = float(stddev), float(mean)
-    return _sample(lambda: generator(seed).standard_normal(dims) * sd + mu, dims, dt)
+    return _sample(lambda d: generator(seed).standard_normal(d) * sd + mu, dims, dt)
 
 
 def _truncated_standard_normal(g: np.random.Generator, dims) -> np.ndarray:
@@ -163,5 +175,5 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, na
     dims = _shape(shape, "truncated_normal")
     dt = _float_dtype(dtype, "truncated_normal")
     sd, mu = float(stddev), float(mean)
-    return _sample(lambda: _truncated_standard_normal(generator(seed), dims) * sd + mu,
+    return _sample(lambda d: _truncated_standard_normal(generator(seed), d) * sd + mu,
                    dims, dt)

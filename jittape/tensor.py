@@ -15,7 +15,8 @@ import numpy as np
 
 from . import _state
 from .dtypes import DType, as_dtype
-from .errors import InvalidArgumentError, user_location
+from .errors import InvalidArgumentError, SymbolicTensorError, user_location
+from .dims import Dim
 from .ir import GraphBuilder, OpDef, Type, dtype_name, freeze_attrs, infer_types
 
 # ---------------------------------------------------------------------------
@@ -216,7 +217,12 @@ class Tensor(_Operators):
     # -- properties ---------------------------------------------------------
     @property
     def shape(self) -> TensorShape:
-        return TensorShape(self._type.shape)
+        """The static shape: a size unknown while tracing (symbolic: None in an
+        input_signature) is None, as in TF; ``jt.shape(t)`` gives it as a tensor."""
+        ty = self._type
+        if ty.symbolic:
+            return TensorShape(None if isinstance(d, Dim) else d for d in ty.shape)
+        return TensorShape(ty.shape)
 
     @property
     def dtype(self) -> DType:
@@ -232,6 +238,7 @@ class Tensor(_Operators):
 
     def _concrete(self, what):
         if self._value is None:
+            _out_of_scope_check(self)
             raise TypeError(
                 f"{what} needs a concrete value, but this tensor is symbolic "
                 f"(it is being traced); use jittape ops instead"
@@ -241,10 +248,35 @@ class Tensor(_Operators):
     def numpy(self) -> np.ndarray:
         """A copy of the value as a numpy array (a 0-d array for scalars, as TF gives a
         numpy scalar)."""
-        v = self._concrete("numpy()")
+        v = self._value
+        if v is None:
+            raise _symbolic_numpy_error(self)
         if _state.local.tapes:
             _escaped(self, ".numpy()")
         return v.copy() if v.ndim else v[()]
+
+    def __format__(self, spec):
+        """``f"{loss:.3f}"``: a scalar tensor formats as its numpy value; an empty spec
+        gives ``str(t)``; a spec on a non-scalar raises ``TypeError``, as in TF (numpy's
+        ``ndarray.__format__`` does)."""
+        if not spec:
+            return str(self)
+        v = self._value
+        if v is None:
+            _out_of_scope_check(self)
+            raise TypeError(
+                f"unsupported format string {spec!r} passed to a symbolic jt.Tensor "
+                f"(shape {list(self.shape)}, dtype {self.dtype.name}): inside a jt.function "
+                "its value is not known while the function is traced. Format it outside the "
+                "function (return it from the function)" + _at(user_location()))
+        if v.ndim:
+            raise TypeError(
+                f"unsupported format string {spec!r} passed to jt.Tensor.__format__ for a "
+                f"tensor of shape {list(v.shape)}: only scalar tensors take a format spec "
+                "(format an element, t[i], or use np.array2string(t.numpy(), ...))")
+        if _state.local.tapes:
+            _escaped(self, "format()")
+        return format(v[()], spec)
 
     def __array__(self, dtype=None, copy=None):
         v = self._concrete("np.asarray(tensor)")
@@ -285,6 +317,61 @@ class Tensor(_Operators):
         return f"<jt.Tensor: shape={self.shape}, dtype={self.dtype.name}, numpy={body}>"
 
     __str__ = __repr__
+
+
+def _trace_name(tracer) -> str:
+    b = getattr(tracer, "builder", None)
+    name = getattr(b, "name", None) or "trace"
+    if getattr(tracer, "traces_function", False):
+        return f"the trace of jt.function {name!r}"
+    return f"the {name!r} trace"
+
+
+def _defined_at(t) -> str | None:
+    """The user's ``file:line`` where the op that made symbolic ``t`` ran (if recorded)."""
+    from .errors import format_loc
+
+    b = getattr(t._tracer, "builder", None)
+    if b is None:
+        return None
+    for n in reversed(b.nodes):
+        if t._id in n.outputs:
+            return n.loc if isinstance(n.loc, str) or n.loc is None else format_loc(n.loc)
+    return None
+
+
+def _out_of_scope(t) -> TypeError:
+    where = _defined_at(t)
+    made = f"; it was defined here: {where}" if where else ""
+    if t._id in getattr(getattr(t._tracer, "builder", None), "inputs", ()):
+        made = "; it is an input (an argument or a captured value) of that trace" + made
+    used = user_location()
+    return TypeError(
+        f"{t!r} is out of scope and cannot be used here: it is a symbolic tensor of "
+        f"{_trace_name(t._tracer)}, which is not being traced here (it ended, or runs on "
+        f"another thread){made}. Use return values, explicit Python locals or jt.Variables "
+        "(assign the value inside the function) to get values out of a jt.function"
+        + (f" (used at {used})" if used else ""))
+
+
+def _out_of_scope_check(t) -> None:
+    """Raise the out-of-scope TypeError if symbolic ``t`` belongs to no trace being built
+    on this thread (it leaked out of a finished ``jt.function`` trace)."""
+    tr = t._tracer
+    if tr is not None and tr not in _state.local.tracers:
+        raise _out_of_scope(t)
+
+
+def _symbolic_numpy_error(t) -> SymbolicTensorError:
+    tr = t._tracer
+    if tr is not None and tr not in _state.local.tracers:
+        return SymbolicTensorError(
+            f"'Tensor' object has no attribute 'numpy' (it is symbolic): {_out_of_scope(t)}")
+    return SymbolicTensorError(
+        "'Tensor' object has no attribute 'numpy' while it is symbolic: numpy() needs a "
+        f"concrete value, but this tensor is symbolic (it is being traced by "
+        f"{_trace_name(tr)}); use jittape ops instead, or return it from the function"
+        + _at(user_location()))
 
 
 def _escaped(t, how):
@@ -348,14 +435,33 @@ class Variable(_Operators):
         return self._value.ndim
 
     def read_value(self) -> Tensor:
-        """The current value as a tensor (recorded on tapes that watch this variable)."""
+        """The current value as a tensor (recorded on tapes that watch this variable).
+
+        Each call gives a distinct tensor, as each of TF's reads does: a gradient with
+        respect to one read counts that read only; one with respect to the variable sums
+        over all its reads."""
+        return self._read(True)
+
+    def _read(self, fresh=False) -> Tensor:
+        """A read of the current value. ``fresh``: a tensor of its own (``read_value``,
+        ``convert_to_tensor``); otherwise the implicit read of an op's variable argument,
+        one shared tensor per value (only the op sees it, so its identity does not
+        matter; sharing keeps the common eager path cheap)."""
         tracer = function_tracer()
         if tracer is not None:
             t = tracer.read_variable(self)
+            if fresh:  # an identity node gives this read its own value id in the trace
+                from .ops.elementwise import identity_op
+
+                (t,) = tracer.add(identity_op, [t], {}, (t._type,))
         else:
             t = self._read_tensor
             if t is None:
                 t = self._read_tensor = Tensor(self._value)
+            if fresh:  # a new id sharing the (read-only) array and type: no copy
+                r = Tensor.__new__(Tensor)
+                r._value, r._type, r._tracer, r._id = t._value, t._type, None, _state.new_id()
+                t = r
         for reads in _state.local.variable_reads:
             reads.append(self)
         for tape in _state.local.tapes:
@@ -363,6 +469,18 @@ class Variable(_Operators):
         return t
 
     value = read_value
+
+    def __format__(self, spec):
+        """A scalar variable formats as its value (``f"{v:.3f}"``); see Tensor.__format__."""
+        if not spec:
+            return str(self)
+        v = self._concrete(f"format spec {spec!r}")
+        if v.ndim:
+            raise TypeError(
+                f"unsupported format string {spec!r} passed to jt.Variable.__format__ for "
+                f"variable {self.name!r} of shape {list(v.shape)}: only scalars take a "
+                "format spec")
+        return format(v[()], spec)
 
     def _concrete(self, what) -> np.ndarray:
         if function_tracer() is not None:
@@ -476,7 +594,7 @@ def convert_to_tensor(value, dtype=None) -> Tensor:
                 f"Tensor conversion requested dtype {as_dtype(dtype).name} for variable "
                 f"{value.name!r} of dtype {value.dtype.name}"
             )
-        return value.read_value()
+        return value._read(True)  # a read of its own, as read_value()
     if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, Variable)) for v in value):
         return _ops().stack([convert_to_tensor(v, dtype) for v in value])
     try:
@@ -522,7 +640,7 @@ def convert_args(args, like=None):
         if isinstance(a, (Tensor,)):
             out.append(a)
         elif isinstance(a, Variable):
-            out.append(a.read_value())
+            out.append(a._read())
         elif _is_python_scalar(a) and ref is not None and not isinstance(a, bool):
             if isinstance(a, float) and not ref.is_floating:
                 raise TypeError(
@@ -549,7 +667,21 @@ def _convert_like(value, ref: DType) -> Tensor:
             f"Cannot convert a {a.dtype.name} value of shape {list(a.shape)} to a tensor of "
             f"dtype {ref.name} (it would truncate); cast it explicitly" + _at(user_location())
         )
+    if kind in "iu" and ref.is_integer and a.size and not np.can_cast(a.dtype, ref._np):
+        info = np.iinfo(ref._np)
+        lo, hi = a.min(), a.max()
+        if lo < info.min or hi > info.max:
+            raise _out_of_range(lo if lo < info.min else hi, ref)
     return Tensor(a.astype(ref._np), _own=True)  # astype copied: the caller keeps theirs
+
+
+def _out_of_range(v, ref: DType) -> TypeError:
+    info = np.iinfo(ref._np)
+    return TypeError(
+        f"Cannot convert {v!r} to a tensor of dtype {ref.name}: it is out of the range of "
+        f"{ref.name} [{info.min}, {info.max}] (TF would wrap it around silently). Cast the "
+        f"tensor first, e.g. jt.cast(x, jt.float32) / {v!r} or jt.cast(x, jt.int32)"
+        + _at(user_location()))  # astype copied: the caller keeps theirs
 
 
 _scalar_cache: dict = {}
@@ -562,7 +694,11 @@ def _scalar_tensor(v, dtype: DType) -> Tensor:
     key = (type(v), v, dtype.name)
     t = _scalar_cache.get(key)
     if t is None:
-        t = Tensor(np.asarray(v, dtype=dtype._np), _own=True)
+        try:
+            a = np.asarray(v, dtype=dtype._np)
+        except OverflowError:  # a Python int out of an integer dtype's range
+            raise _out_of_range(v, dtype) from None
+        t = Tensor(a, _own=True)
         if len(_scalar_cache) < 4096:
             _scalar_cache[key] = t
             _literal_ids.add(t._id)
@@ -586,6 +722,10 @@ class Tracer:
         # right when their values are fixed by what keys the graph (see autodiff)
         self.const_captures = const_captures
         self.captures: dict = {}  # concrete tensor id -> (input id, ndarray)
+        # value id -> what it is known to hold while tracing: the sizes ``jt.shape`` of a
+        # tensor with symbolic sizes gives, and slices of them (so that
+        # ``jt.reshape(x, [jt.shape(x)[0], -1])`` traces with the symbol)
+        self.static: dict = {}
         self.literals: dict = {}  # Python-literal tensor id -> const node value id
 
     def placeholder(self, type_: Type, name=None) -> Tensor:
@@ -595,6 +735,8 @@ class Tracer:
     def capture(self, t: Tensor) -> int:
         """The graph value for a concrete tensor: a ``const`` node for a Python literal
         (part of the program's structure), else an input fed with its array."""
+        if t._value is None:  # a symbolic tensor of another trace (it leaked out of it)
+            raise _out_of_scope(t)
         small = self.const_captures and t._type.size is not None and t._type.size <= 16
         if small or t._id in _literal_ids:
             vid = self.literals.get(t._id)
@@ -666,6 +808,8 @@ def apply(op: OpDef, *args, **attrs):
     if tracer is None and not ins and _state.local.tracers:
         tracer = _state.local.tracers[-1]  # a constant-making op joins the active trace
     if tracer is not None:
+        if tracer not in _state.local.tracers:  # a tensor leaked out of a finished trace
+            raise _out_of_scope(next(t for t in ins if t._tracer is tracer))
         outs = tracer.add(op, ins, frozen, types, loc=None)
     else:
         res = op.forward(*[t._value for t in ins], **frozen)

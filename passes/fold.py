@@ -59,18 +59,34 @@ def const_node(array) -> tuple:
 
 
 @graph_pass("fold_constants")
-def fold_constants(graph: Graph, report, limit: int = FOLD_LIMIT) -> Graph:
+def fold_constants(graph: Graph, report, limit: int = FOLD_LIMIT, vary=()) -> Graph:
     """Evaluate at trace time every pure node whose inputs are all constants, when the
     result is small (at most ``limit`` elements, or no larger than its inputs), and
     turn tiny ``fill`` nodes into constants (a larger fill is cheaper as it is: a
-    literal inside the kernel that reads it). Shapes and sizes are already constants
-    when traced (``jt.shape`` of a static shape is a ``const``)."""
+    literal inside the kernel that reads it). An op computed from its inputs' types
+    alone (``shape``, ``size``: their records' ``from_types``) is a constant once those
+    types hold no symbolic size.
+
+    ``vary``: sizes that change from call to call of one trace (a symbolic batch size,
+    bound): a node with such a size is not folded, so that every binding of the trace
+    gives a graph of the same structure (and the same generated source)."""
     rw = Rewriter(graph)
+    vary = frozenset(vary)
     values: dict = {}  # value id -> array, for constants in the new graph
     for n in graph.nodes:
         node = rw.keep(n)
         if node.op.name == "const":
             values[node.output] = node.attr_dict["value"].array
+            continue
+        if node.op.from_types is not None and all(
+                t.size is not None for t in (rw.types[i] for i in node.inputs)):
+            # shape, size: a constant once the input types are known (no symbols)
+            ins = [rw.types[i] for i in node.inputs]
+            arr = np.asarray(node.op.from_types(ins, **node.attr_dict), dtype=node.type.dtype)
+            _replace_by_const(rw, node, (arr,), report)
+            values[rw.resolve(node.output)] = arr
+            continue
+        if vary and any(d in vary for t in node.types for d in t.shape):
             continue
         if node.op.name == "fill" and node.type.size is not None and node.type.size <= LEAF_SIZE:
             arr = np.array(constant_array(node))

@@ -104,6 +104,7 @@ def _loss_data(kind):
     return labels.astype(np.int32), pred
 
 
+@pytest.mark.filterwarnings("ignore:.*triggered tracing")  # a new jt.function per case, by design
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_loss_and_its_gradient_inside_function_match_eager(name, backend):

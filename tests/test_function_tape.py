@@ -427,6 +427,7 @@ from test_tape_semantics import (  # noqa: E402
 )
 
 
+@pytest.mark.filterwarnings("ignore:.*triggered tracing")  # a new jt.function per case, by design
 @pytest.mark.parametrize("backend", ["interpret", "cpu"])
 @pytest.mark.parametrize("name", sorted(_OPERATOR_CASES))
 def test_operator_gradients_inside_function(name, backend):
@@ -443,6 +444,7 @@ def test_operator_gradients_inside_function(name, backend):
     np.testing.assert_allclose(g().numpy(), df(_X3), rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:.*triggered tracing")  # a new jt.function per case, by design
 @pytest.mark.parametrize("index, expected", [
     ((slice(None), slice(1, None)), [[0, 1, 1], [0, 1, 1]]),
     (1, [[0, 0, 0], [1, 1, 1]]),
@@ -463,6 +465,7 @@ def test_matrix_indexing_gradients_inside_function(index, expected):
     np.testing.assert_array_equal(d.numpy(), np.array(expected, np.float64))
 
 
+@pytest.mark.filterwarnings("ignore:.*triggered tracing")  # a new jt.function per case, by design
 @settings(max_examples=25, deadline=None)
 @given(_programs())
 def test_random_program_gradient_inside_function(case):

@@ -718,6 +718,7 @@ def check_program(prog, spy):
     assert cpu.stats["fallbacks"] == fallbacks, "a graph fell back to the interpreter"
 
 
+@pytest.mark.filterwarnings("ignore:.*triggered tracing")  # a new jt.function per program
 @settings(max_examples=N_EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.data_too_large,

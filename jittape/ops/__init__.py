@@ -18,6 +18,7 @@ from .reduction import (  # noqa: F401
     reduce_min, reduce_sum,
 )
 from .contraction import matmul  # noqa: F401
+from . import sizes  # noqa: F401
 from .clip import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm  # noqa: F401
 from .debugging import check_numerics  # noqa: F401
 from . import nn  # noqa: F401

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import NO_GRADIENT, Type
+from ..dims import Dim
 from ..tensor import apply, convert_args
 from .registry import binary, broadcast_shapes, defop, elementwise_infer, same_dtype, unary
 
@@ -46,9 +47,16 @@ multiply_op = defop(
 )
 
 
+def _int_truediv_dtype(dt) -> str:
+    """TF's truediv of integers: (u)int8 and (u)int16 divide in float32, wider integers
+    in float64 (``uint8_images / 255`` is float32)."""
+    return "float32" if np.dtype(dt).itemsize <= 2 else "float64"
+
+
 def _divide_fwd(x, y):
-    if x.dtype.kind in "iu":  # TF's truediv of integers gives float64
-        return np.true_divide(x, y)
+    if x.dtype.kind in "iu":  # both are cast to the float type first, as TF does
+        f = _int_truediv_dtype(x.dtype)
+        return np.true_divide(x, y, dtype=f)
     return np.divide(x, y)
 
 
@@ -56,7 +64,7 @@ def _divide_infer(types):
     dt = same_dtype(types)
     shape = broadcast_shapes(*(t.shape for t in types))
     if np.dtype(dt).kind in "iu":
-        return Type(shape, "float64")
+        return Type(shape, _int_truediv_dtype(dt))
     if dt == "bool":
         raise TypeError("divide is not defined for bool")
     return Type(shape, dt)
@@ -65,7 +73,9 @@ def _divide_infer(types):
 divide_op = defop(
     "divide", inputs=2, kind="elementwise", forward=_errstate(_divide_fwd), infer=_divide_infer,
     vjp=lambda g, out, x, y: (divide(g, y), negative(divide(multiply(g, out), y))),
-    scalar="({0} / {1})", domain=("positive_second",),
+    # integers are cast to the result's float type first (as the reference and TF do:
+    # int8 / int8 divides in float32); for floats the casts are no-ops
+    scalar="({dt}({0}) / {dt}({1}))", domain=("positive_second",),
 )
 
 
@@ -443,7 +453,86 @@ def cast(x, dtype, name=None):
     return apply(cast_op, x, dtype=dt)
 
 
-def fill(dims, value, dtype=None):
+def as_shape(shape, opname, allow_minus_one=False) -> tuple:
+    """A shape argument as a tuple of ints, for the ops that take one: an int is a 1-D
+    shape (``jt.zeros(3)``, as in TF); a list or tuple of ints, or a 1-D integer
+    tensor or array, gives the dims. A dim that is not an int (a float, a bool, None)
+    raises ``TypeError``, a negative one ``InvalidArgumentError``, naming ``opname``."""
+    if type(shape) is tuple or type(shape) is list or isinstance(shape, tuple):
+        for d in shape:  # the common case (and the VJPs'): a tuple of non-negative ints
+            if type(d) is not int or d < 0:
+                break
+        else:
+            return tuple(shape)
+    import numbers
+
+    from ..errors import InvalidArgumentError, user_location
+    from ..tensor import Tensor, Variable
+
+    given = shape
+    if isinstance(shape, (Tensor, Variable, np.ndarray, np.generic)):
+        if np.dtype(shape.dtype).kind not in "iu":
+            raise TypeError(f"{opname}: shape must be integers, got a "
+                            f"{np.dtype(shape.dtype).name} {type(shape).__name__}"
+                            + _at(user_location()))
+        known = _static(shape)
+        shape = np.asarray(shape).tolist() if known is None else list(known.reshape(-1))
+    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        dims = list(shape)
+    except TypeError:
+        raise TypeError(f"{opname}: shape must be an int or a list/tuple of ints, got "
+                        f"{given!r} (type {type(given).__name__})" + _at(user_location())
+                        ) from None
+    out = []
+    for d in dims:
+        if isinstance(d, Dim):  # a symbolic size (jittape.dims): known at the call
+            out.append(d)
+            continue
+        bad = isinstance(d, bool) or getattr(type(d), "__index__", None) is None
+        if not bad and not isinstance(d, numbers.Integral):
+            if isinstance(d, Tensor) and d._value is None:
+                known = _static(d)
+                if known is not None and known.ndim == 0:  # jt.shape(t)[k]
+                    out.append(known.item())
+                    continue
+                d._concrete(f"{opname}: a shape dimension")  # raises: it is symbolic
+            try:  # a 0-d integer tensor or array
+                d = d.__index__()
+            except TypeError as e:
+                if type(e) is not TypeError:  # e.g. a symbolic size's own error
+                    raise
+                bad = True
+        if bad:
+            raise TypeError(f"{opname}: shape dimensions must be ints, got {d!r} (type "
+                            f"{type(d).__name__}) in shape {given!r}" + _at(user_location()))
+        d = int(d)
+        if d < 0 and not (allow_minus_one and d == -1):
+            raise InvalidArgumentError(
+                f"{opname}: Dimension {d} must be >= 0, in shape {given!r}")
+        out.append(d)
+    return tuple(out)
+
+
+def _static(t):
+    """The sizes a symbolic shape tensor is known to hold (``jt.shape`` of a tensor with
+    symbolic sizes, or a slice of it), as an object array; None otherwise."""
+    if getattr(t, "_value", 0) is not None or getattr(t, "_tracer", None) is None:
+        return None
+    return t._tracer.static.get(t._id)
+
+
+def _at(loc):
+    return f" (at {loc})" if loc else ""
+
+
+def fill(dims, value, dtype=None, name=None, _opname="fill"):
+    """A tensor of shape ``dims`` (an int is a 1-D shape) filled with ``value``."""
+    return _fill(as_shape(dims, _opname), value, dtype)
+
+
+def _fill(shape: tuple, value, dtype=None):
     from ..dtypes import as_dtype
 
     if dtype is None:
@@ -451,16 +540,17 @@ def fill(dims, value, dtype=None):
         if dtype == "int64":
             dtype = "int32"
     dt = as_dtype(dtype)
-    return apply(fill_op, shape=tuple(int(d) for d in dims), value=dt.as_numpy_dtype(value).item(),
-                 dtype=dt.name)
+    return apply(fill_op, shape=shape, value=dt.as_numpy_dtype(value).item(), dtype=dt.name)
 
 
-def zeros(shape, dtype="float32"):
-    return fill(shape, 0, dtype)
+def zeros(shape, dtype="float32", name=None):
+    """Zeros of ``shape`` (an int is a 1-D shape, as in TF)."""
+    return fill(shape, 0, dtype, _opname="zeros")
 
 
-def ones(shape, dtype="float32"):
-    return fill(shape, 1, dtype)
+def ones(shape, dtype="float32", name=None):
+    """Ones of ``shape`` (an int is a 1-D shape, as in TF)."""
+    return fill(shape, 1, dtype, _opname="ones")
 
 
 def _like(x, value, dtype):
@@ -468,7 +558,7 @@ def _like(x, value, dtype):
     dt = dtype if dtype is not None else x._type.dtype
     if any(d is None for d in x._type.shape):
         return add(multiply(cast(x, dt) if dt != x._type.dtype else x, 0), value)
-    return fill(x._type.shape, value, dt)
+    return _fill(x._type.shape, value, dt)
 
 
 def zeros_like(x, dtype=None, name=None):

@@ -9,6 +9,7 @@ from ..tensor import Tensor, convert_args, convert_to_tensor
 from . import elementwise as E
 from . import reduction as R
 from . import shaping as S
+from .registry import same_shape
 
 relu = E.relu
 sigmoid = E.sigmoid
@@ -63,7 +64,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None, rng=None):
     shape = x._type.shape if noise_shape is None else tuple(noise_shape)
     dt = x.dtype
 
-    def draw():  # the generator is looked up at each draw (set_seed replaces it)
+    def draw(shape):  # the generator is looked up at each draw (set_seed replaces it)
         g = rng if rng is not None else _random.generator(seed)
         return (g.random(shape) >= rate).astype(dt._np) / dt._np.type(1 - rate)
 
@@ -79,7 +80,7 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
     y = labels if isinstance(labels, Tensor) else convert_to_tensor(labels)
     if not y.dtype.is_integer:
         raise InvalidArgumentError(f"labels must be integers, got {y.dtype.name}")
-    if y._type.shape != z._type.shape[:-1]:
+    if not same_shape(y._type.shape, z._type.shape[:-1]):
         raise InvalidArgumentError(
             "logits and labels must have the same first dimensions, got logits shape "
             f"{list(z._type.shape)} and labels shape {list(y._type.shape)}"

@@ -10,7 +10,9 @@ from ..ir import NO_GRADIENT, Type
 from ..tensor import apply, convert_args
 from . import elementwise as E
 from . import shaping as S
+from ..dims import is_symbolic
 from .registry import defop, normalize_axis
+from .sizes import symbolic_size
 
 
 def _reduce_infer(types, axis, keepdims):
@@ -106,6 +108,13 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     """Mean over ``axis``; integer tensors divide truncating toward zero, as TF does."""
     (x,) = convert_args((input_tensor,))
     ax = _axes(axis, x, "reduce_mean")
+    if any(is_symbolic(x._type.shape[a]) for a in ax):
+        # the count is known only when a call binds the sizes: a node until then
+        # (a constant after ir.concretize, so the compiled mean is the same)
+        s = reduce_sum(x, ax, keepdims)
+        if x.dtype.is_floating:
+            return E.multiply(s, E.reciprocal(symbolic_size(x, ax, x._type.dtype)))
+        return E.cast(E.divide(s, symbolic_size(x, ax, s._type.dtype)), x.dtype)
     n = int(np.prod([x._type.shape[a] for a in ax])) if ax else 1
     s = reduce_sum(x, ax, keepdims)
     if x.dtype.is_floating:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dims import Dim, SymbolicSizeError, unify
 from ..ir import OP_TABLE, OpDef, Type
 from ..tensor import apply
 
@@ -31,6 +32,7 @@ def defop(
     doc="",
     monoid=None,
     cut=False,
+    from_types=None,
     **unknown,
 ) -> OpDef:
     """Declare an op. ``vjp`` is required: a rule, or ``NO_GRADIENT`` by choice.
@@ -73,6 +75,7 @@ def defop(
         doc=doc,
         monoid=monoid,
         cut=bool(cut),
+        from_types=from_types,
     )
     REGISTRY[name] = op
     return op
@@ -108,18 +111,80 @@ def broadcast_shapes(*shapes) -> tuple:
     out = []
     for i in range(rank):
         dims = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
-        known = {d for d in dims if d is not None and d != 1}
-        if len(known) > 1:
-            raise ValueError(
-                "Incompatible shapes: " + " vs. ".join(str(list(s)) for s in shapes)
-            )
+        known = [d for d in dims if d is not None and d != 1]
         if known:
-            out.append(known.pop())
+            # a symbolic size broadcasts against 1 and against itself (two unknown
+            # sizes that meet here become one), never against another number
+            for d in known[1:]:
+                if not unify(known[0], d):
+                    raise ValueError(
+                        "Incompatible shapes: " + " vs. ".join(_fmt(s) for s in shapes)
+                        + _symbolic_hint(known[0], d))
+            out.append(known[0])
         elif any(d is None for d in dims):
             out.append(None)
         else:
             out.append(1)
     return tuple(out)
+
+
+def _fmt(shape) -> str:
+    return "[" + ", ".join("None" if d is None else str(d) for d in shape) + "]"
+
+
+def _symbolic_hint(a, b) -> str:
+    for d in (a, b):
+        if isinstance(d, Dim):
+            return f" ({d.describe()}, and it cannot broadcast against {b if d is a else a})"
+    return ""
+
+
+def same_size(a, b) -> bool:
+    """Whether two sizes a rule needs equal can be (``dims.unify``)."""
+    return unify(a, b)
+
+
+def symbolic_probe(shape, rule):
+    """``rule(int_shape) -> out_shape`` for a ``shape`` with symbolic sizes: the rule
+    runs twice, with each symbolic size replaced by two different large numbers, and each
+    out size that changes is written back as ``a * s + b`` of the symbol ``s`` it
+    follows (a slice ``[1:]`` of ``s`` gives ``s - 1``). For rules that index or slice
+    (numpy probes), whose out sizes are such functions of one in size each."""
+    syms = [(k, d) for k, d in enumerate(shape) if isinstance(d, Dim)]
+    if not syms:
+        return tuple(rule(tuple(shape)))
+    p_shape, q_shape = list(shape), list(shape)
+    for j, (k, _d) in enumerate(syms):
+        p_shape[k] = 1_000_003 + 1000 * j
+        q_shape[k] = 2_000_029 + 3000 * j
+    rp, rq = tuple(rule(tuple(p_shape))), tuple(rule(tuple(q_shape)))
+    out = []
+    for a, b in zip(rp, rq):
+        if a == b:
+            out.append(a)
+            continue
+        for k, d in syms:
+            slope, rem = divmod(b - a, q_shape[k] - p_shape[k])
+            if rem == 0 and slope != 0:
+                out.append(d * slope + (a - slope * p_shape[k]))
+                break
+        else:
+            raise SymbolicSizeError(f"a size of the result depends on {shape} in a way that "
+                                    "needs the sizes' values")
+    return tuple(out)
+
+
+def prod(dims):
+    """The product of sizes (ints or symbolic ``Dim`` s: ``784 * s0``)."""
+    n = 1
+    for d in dims:
+        n = n * d
+    return n
+
+
+def same_shape(a, b) -> bool:
+    """Whether two shapes a rule needs equal can be (size by size, ``dims.unify``)."""
+    return len(a) == len(b) and all(unify(x, y) for x, y in zip(a, b))
 
 
 def same_dtype(types, what="inputs"):

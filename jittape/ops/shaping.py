@@ -10,7 +10,10 @@ from ..errors import InvalidArgumentError, composite
 from ..ir import decode_index, NO_GRADIENT, Type
 from ..tensor import Tensor, Variable, apply, convert_args, convert_to_tensor
 from . import elementwise as E
-from .registry import defop, normalize_axis, same_dtype
+from ..dims import Dim
+from ..dtypes import as_dtype
+from .registry import defop, normalize_axis, prod, same_dtype, symbolic_probe
+from .sizes import symbolic_shape, symbolic_size
 
 
 def _known(shape, opname):
@@ -23,18 +26,20 @@ def _known(shape, opname):
 
 
 def _resolve_shape(shape, size, opname="reshape"):
-    shape = [int(d) for d in shape]
+    """``shape`` with its -1 worked out for ``size`` elements (sizes may be symbolic,
+    ``jittape.dims``: ``s0 * 784`` elements into ``[-1, 784]`` gives ``[s0, 784]``)."""
+    shape = [d if isinstance(d, Dim) else int(d) for d in shape]
     if shape.count(-1) > 1:
         raise ValueError(f"{opname}: only one dimension can be -1, got {shape}")
     if -1 in shape:
-        rest = int(np.prod([d for d in shape if d != -1]))
+        rest = prod(d for d in shape if d != -1)
         if rest == 0 or size % rest:
             raise ValueError(f"{opname}: cannot reshape {size} elements into {shape}")
         shape[shape.index(-1)] = size // rest
-    if int(np.prod(shape)) != size:
+    if prod(shape) != size:
         raise ValueError(
             f"Input to reshape is a tensor with {size} values, but the requested shape has "
-            f"{int(np.prod(shape))}"
+            f"{prod(shape)}"
         )
     return tuple(shape)
 
@@ -42,7 +47,7 @@ def _resolve_shape(shape, size, opname="reshape"):
 def _reshape_infer(types, shape):
     (x,) = types
     _known(x.shape, "reshape")
-    return Type(_resolve_shape(shape, x.size), x.dtype)
+    return Type(_resolve_shape(shape, prod(x.shape)), x.dtype)
 
 
 reshape_op = defop(
@@ -54,11 +59,10 @@ reshape_op = defop(
 
 
 def reshape(tensor, shape, name=None):
-    """``tensor`` with a new shape of the same size (one dim may be -1)."""
+    """``tensor`` with a new shape of the same size (one dim may be -1; an int is a 1-D
+    shape, as in TF)."""
     (x,) = convert_args((tensor,))
-    if isinstance(shape, Tensor):
-        shape = shape.numpy().tolist()
-    shape = tuple(int(d) for d in shape)
+    shape = E.as_shape(shape, "reshape", allow_minus_one=True)
     if shape == x._type.shape:
         return x
     return apply(reshape_op, x, shape=shape)
@@ -129,7 +133,7 @@ broadcast_to_op = defop(
 
 def broadcast_to(input, shape, name=None):
     (x,) = convert_args((input,))
-    shape = tuple(int(d) for d in shape)
+    shape = E.as_shape(shape, "broadcast_to")
     if shape == x._type.shape:
         return x
     return apply(broadcast_to_op, x, shape=shape)
@@ -299,11 +303,15 @@ def _encode(key):
 def _slice_infer(types, key):
     (x,) = types
     _known(x.shape, "strided_slice")
+    index = _decode(key)
+
+    def rule(shape):
+        return np.shape(np.broadcast_to(np.empty((), dtype=bool), shape)[index])
+
     try:
-        probe = np.broadcast_to(np.empty((), dtype=bool), x.shape)[_decode(key)]
+        return Type(symbolic_probe(x.shape, rule), x.dtype)
     except IndexError as e:
         raise ValueError(f"slice {_fmt_key(key)} of shape {list(x.shape)}: {e}") from None
-    return Type(np.shape(probe), x.dtype)
 
 
 def _fmt_key(key):
@@ -339,7 +347,17 @@ strided_slice_grad_op = defop(
 
 
 def strided_slice(x, key):
-    return apply(strided_slice_op, x, key=tuple(key))
+    out = apply(strided_slice_op, x, key=tuple(key))
+    if x._tracer is not None and x._tracer.static:
+        known = static_value(x)
+        if known is not None:  # a slice of jt.shape(t): its sizes are known too
+            part = known[decode_index(tuple(key))]
+            if not isinstance(part, np.ndarray):  # one size: a 0-d object array
+                one = np.empty((), dtype=object)
+                one[()] = part
+                part = one
+            out._tracer.static[out._id] = part
+    return out
 
 
 def strided_slice_grad(g, shape, key):
@@ -466,11 +484,27 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     )
 
 
-def size(x):
+def size(x, out_type="int32"):
+    """The number of elements of ``x`` as a 0-d tensor (``tf.size``)."""
     (x,) = convert_args((x,))
-    return E.fill((), int(np.prod(x._type.shape)), "int32")
+    if x._type.symbolic:  # known when a call binds the sizes
+        return symbolic_size(x, range(x._type.rank), as_dtype(out_type).name)
+    return E.fill((), int(np.prod(x._type.shape)), as_dtype(out_type).name)
 
 
-def shape(x):
+def shape(x, out_type="int32"):
+    """The shape of ``x`` as a 1-D tensor (``tf.shape``): inside a trace with symbolic
+    sizes (None in an input_signature) it holds their values at each call."""
     (x,) = convert_args((x,))
-    return convert_to_tensor(np.asarray(x._type.shape, dtype=np.int32))
+    if x._type.symbolic:
+        t = symbolic_shape(x, as_dtype(out_type).name)
+        t._tracer.static[t._id] = np.array(x._type.shape, dtype=object)
+        return t
+    return convert_to_tensor(np.asarray(x._type.shape, dtype=as_dtype(out_type)._np))
+
+
+def static_value(t):
+    """What a symbolic tensor is known to hold while tracing (an object array of sizes,
+    ints and ``Dim`` s, for ``jt.shape`` and slices of it), or None."""
+    tracer = t._tracer
+    return None if tracer is None else tracer.static.get(t._id)

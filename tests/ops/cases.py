@@ -22,6 +22,7 @@ import numpy as np
 
 import jittape as jt
 from jittape.ir import Const
+from jittape.ops import sizes
 from jittape.ops.registry import REGISTRY
 from jittape.tensor import apply
 
@@ -564,6 +565,18 @@ case("scatter_add", "apply_axis0", lambda g, i: apply(_SCATTER, g, i, shape=(4, 
 case("scatter_add", "apply_axis1_2d_indices",
      lambda g, i: apply(_SCATTER, g, i, shape=(2, 3), axis=1),
      _scatter_ref((2, 3), 1), [F((2, 2, 2)), I([[2, 2], [0, 2]])])
+
+# shape and size as ops (what jt.shape / jt.size become for symbolic sizes; ir.concretize
+# folds them to constants before any backend runs a graph; eagerly they read the shape)
+
+case("shape", "matrix", lambda x: sizes.symbolic_shape(x),
+     lambda x: np.array(x.shape, np.int32), [F((2, 3))], grad="none")
+case("shape", "scalar_int64", lambda x: sizes.symbolic_shape(x, "int64"),
+     lambda x: np.zeros((0,), np.int64), [F(())], grad="skip")
+case("size", "axes", lambda x: sizes.symbolic_size(x, (0, 2), "float64"),
+     lambda x: np.float64(x.shape[0] * x.shape[2]), [F((2, 3, 4))], grad="none", f32=False)
+case("size", "empty", lambda x: sizes.symbolic_size(x, (0, 1), "int32"),
+     lambda x: np.int32(0), [F((0, 3))], grad="skip")
 
 # one_hot (not differentiable)
 
