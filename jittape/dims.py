@@ -317,21 +317,22 @@ def unify(a, b) -> bool:
 def bind(symbols_at, shapes) -> dict:
     """Root symbol -> size for one call: ``symbols_at`` lists ``(k, j, dim)`` (argument
     leaf k's dim j is ``dim``), ``shapes`` the call's array shapes. Raises ``ValueError``
-    when two arrays give one symbol different sizes."""
+    when two arrays give one symbol different sizes, naming both."""
     values: dict = {}
-    seen: dict = {}
+    first: dict = {}  # root -> the symbol (its origin) that gave its size
     for k, j, dim in symbols_at:
         s = dim.symbol()
         if s is None:
             continue
+        own = next(iter(dim.terms))[0][0]  # this dim's own symbol, before unification
         n = shapes[k][j]
         have = values.get(s)
         if have is None:
             values[s] = n
-            seen[s] = (k, j)
+            first[s] = own
         elif have != n:
             raise ValueError(
-                f"sizes {have} and {n} for one dimension ({s.name}): the trace took "
-                f"{s.origin} and the size at argument leaf {k}, dimension {j} as equal "
-                "(a shape rule matched them)")
+                f"sizes {have} and {n} for one dimension: {first[s].origin} is {have} but "
+                f"{own.origin} is {n}, and the trace took them as equal (a shape rule "
+                "matched them: broadcasting, a matmul, labels and logits)")
     return values

@@ -178,10 +178,20 @@ def _key(obj, leaves: list, mask=None):
         return ("id", id(obj))
 
 
+_MASKED: dict = {}  # (type, dims) -> the type with those sizes None (a key per call)
+
+
 def _masked(ty: Type, dims) -> Type:
     if not dims:
         return ty
-    return Type(tuple(None if j in dims else d for j, d in enumerate(ty.shape)), ty.dtype)
+    key = (ty, dims)
+    hit = _MASKED.get(key)
+    if hit is None:
+        hit = Type(tuple(None if j in dims else d for j, d in enumerate(ty.shape)), ty.dtype)
+        if len(_MASKED) > 4096:
+            _MASKED.clear()
+        _MASKED[key] = hit
+    return hit
 
 
 def _leaf_paths(args, kwargs, params, varargs=None) -> list:
@@ -212,7 +222,8 @@ def _spec_mask(sig) -> dict:
 
     def walk(spec):
         if isinstance(spec, TensorSpec):
-            dims = frozenset(j for j, d in enumerate(spec.shape) if d is None)
+            # (an unknown rank, shape=None, keys each shape as it comes: no symbols)
+            dims = frozenset(j for j, d in enumerate(spec.shape or ()) if d is None)
             if dims:
                 out[n[0]] = dims
             n[0] += 1
@@ -737,15 +748,23 @@ class ConcreteFunction:
         """The binding of the symbolic sizes that these argument arrays give."""
         if self.symbols_at is None:
             return self.spec
-        try:
-            values = bind(self.symbols_at, [np.shape(a) for a in leaves])
-        except ValueError as e:
-            raise InvalidArgumentError(f"jt.function {self.name!r}: {e}") from None
-        sizes = tuple(values[r] for r in self.roots)
+        sizes = [None] * len(self.roots)
+        for k, j, r in self._bind_plan:  # (leaf, dim, root index), made once per trace
+            n = leaves[k].shape[j]
+            have = sizes[r]
+            if have is None:
+                sizes[r] = n
+            elif have != n:
+                try:
+                    bind(self.symbols_at, [np.shape(a) for a in leaves])
+                except ValueError as e:  # names the two arguments
+                    raise InvalidArgumentError(f"jt.function {self.name!r}: {e}") from None
+        sizes = tuple(sizes)
         spec = self._specs.get(sizes)
         if spec is not None:
             self.spec = spec
             return spec
+        values = dict(zip(self.roots, sizes))
         with self._spec_lock:
             spec = self._specs.get(sizes)
             if spec is None:
@@ -1270,6 +1289,12 @@ class Function:
             args, kwargs = self._beyond_signature(args, kwargs)
 
         def fit(spec, a, path):
+            if type(a) is Tensor and type(spec) is TensorSpec and a._value is not None \
+                    and spec.shape is not None and a._type.dtype == spec.dtype.name:
+                shape = a._type.shape  # the common case: a tensor that fits, as it is
+                if len(shape) == len(spec.shape) and all(
+                        w is None or w == d for w, d in zip(spec.shape, shape)):
+                    return a
             if isinstance(spec, TensorSpec):
                 have = getattr(a, "dtype", None)
                 if isinstance(a, (Tensor, Variable, np.ndarray, np.generic)) and \
@@ -1472,6 +1497,8 @@ class Function:
             # runs the passes and generates code (the same source: Numba compiles once)
             cf.symbols_at = symbols_at
             cf.roots = list(dict.fromkeys(d.symbol() for _, _, d in symbols_at))
+            index = {r: i for i, r in enumerate(cf.roots)}
+            cf._bind_plan = [(k, j, index[d.symbol()]) for k, j, d in symbols_at]
         else:
             cf.specialize(traced_graph)
         self._traces += 1
