@@ -650,6 +650,9 @@ class _Gen:
             for i in b.inputs:
                 if i in env_in and i not in need:
                     need.append(i)
+        # 0-d operands first: kernel() hoists their loads to the top, and names read in
+        # order of appearance there
+        need.sort(key=lambda i: len(env_in[i][1]) != 0)
         for i in need:
             p, shape = env_in[i]
             name = env[i] = self.kname(prefix, i)
