@@ -229,3 +229,18 @@ def test_explain_reports_the_symbolic_sizes():
     text = str(f.explain(np.ones((4, 3), "float32")))
     assert "symbolic sizes: s0 is dimension 0 of argument 'x'" in text
     assert "f32[s0,3]" in text and "s0=4" in text
+
+
+def test_background_compiles_of_one_module_compile_it_once(monkeypatch):
+    monkeypatch.setenv("JITTAPE_BACKGROUND_COMPILE", "1")
+
+    @jt.function(input_signature=[jt.TensorSpec([None, 3], jt.float32)], backend="cpu")
+    def f(x):
+        return jt.reduce_sum(jt.sigmoid(x) * 3.0, axis=1)
+
+    for n in (4, 5, 7, 4, 5, 7):  # each new size starts a background compile
+        np.testing.assert_allclose(f(np.zeros((n, 3), "float32")).numpy(), [4.5] * n)
+    assert f.wait()
+    info = f.cache_info()
+    assert info.traces == 1 and info.compiled <= 1 and info.compiled + info.reused == 3
+    np.testing.assert_allclose(f(np.zeros((2, 3), "float32")).numpy(), [4.5] * 2)

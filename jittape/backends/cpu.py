@@ -1535,6 +1535,24 @@ def compile_program(prog: Program, arrays) -> None:
     ``arrays``, without running it. A failure makes the program run on ``interpret``,
     with one warning. Safe to call from another thread (``jt.function`` compiles in the
     background while the first calls run on the interpreter)."""
+    with _module_lock(prog.name):  # programs of one source compile it once, in turn
+        _compile_program(prog, arrays)
+
+
+_MODULE_LOCKS: dict = {}
+
+
+def _module_lock(name: str) -> threading.Lock:
+    with _LOCK:
+        lock = _MODULE_LOCKS.get(name)
+        if lock is None:
+            if len(_MODULE_LOCKS) > 4096:
+                _MODULE_LOCKS.clear()
+            lock = _MODULE_LOCKS[name] = threading.Lock()
+        return lock
+
+
+def _compile_program(prog: Program, arrays) -> None:
     try:
         try:
             _compile_only(prog, arrays)
