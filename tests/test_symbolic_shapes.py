@@ -244,3 +244,60 @@ def test_background_compiles_of_one_module_compile_it_once(monkeypatch):
     info = f.cache_info()
     assert info.traces == 1 and info.compiled <= 1 and info.compiled + info.reused == 3
     np.testing.assert_allclose(f(np.zeros((2, 3), "float32")).numpy(), [4.5] * 2)
+
+
+# ---------------------------------------------------------------------------
+# Random batch programs: one symbolic trace, several batch sizes, the eager numbers
+
+
+_LAYER_OPS = ["dense", "tanh", "relu", "sigmoid", "softmax", "square", "concat", "slice",
+              "reshape", "mean_rows", "scale_by_batch_mean", "log_softmax"]
+
+
+def _apply(op, h, w, k):
+    """One op of a batch program on ``h`` of shape [batch, d]; ``w`` the variables."""
+    d = h.shape[-1]
+    if op == "dense":
+        return jt.matmul(h, w[k % len(w)][:d, :]) + 0.1
+    if op in ("tanh", "relu", "sigmoid", "square"):
+        return {"tanh": jt.tanh, "relu": jt.nn.relu, "sigmoid": jt.sigmoid,
+                "square": jt.square}[op](h)
+    if op == "softmax":
+        return jt.nn.softmax(h)
+    if op == "log_softmax":
+        return jt.nn.log_softmax(h)
+    if op == "concat":
+        return jt.concat([h, h * 0.5], axis=1)[:, :4]
+    if op == "slice":
+        return h[:, 1:] if d > 1 else h
+    if op == "reshape":
+        return jt.reshape(jt.reshape(h, [-1]), [jt.shape(h)[0], d])
+    if op == "mean_rows":
+        return h - jt.reduce_mean(h, axis=0, keepdims=True)
+    return h * jt.reduce_mean(h)  # scale_by_batch_mean
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_batch_programs_agree_with_eager_for_every_batch_size(seed):
+    rng = np.random.default_rng(seed)
+    ops = list(rng.choice(_LAYER_OPS, size=int(rng.integers(3, 7))))
+    w0 = [rng.normal(size=(4, 4)) * 0.5 for _ in range(2)]
+
+    def program(x, w):
+        with jt.GradientTape() as tape:
+            h = x
+            for k, op in enumerate(ops):
+                h = _apply(op, h, w, k)
+            loss = jt.reduce_mean(h * h)
+        return [loss] + tape.gradient(loss, w, unconnected_gradients="zero")
+
+    ws = [jt.Variable(a) for a in w0]
+    f = jt.function(lambda x: program(x, ws), backend="interpret",
+                    input_signature=[jt.TensorSpec([None, 4], jt.float64)])
+    for n in (3, 5, 2, 8):
+        x = rng.normal(size=(n, 4))
+        got = [t.numpy() for t in f(x)]
+        want = [t.numpy() for t in program(jt.constant(x), [jt.Variable(a) for a in w0])]
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=str(ops))
+    assert f.cache_info().traces == 1, ops

@@ -145,28 +145,45 @@ def same_size(a, b) -> bool:
 
 
 def symbolic_probe(shape, rule):
-    """``rule(int_shape) -> out_shape`` for a ``shape`` with symbolic sizes: the rule
-    runs twice, with each symbolic size replaced by two different large numbers, and each
-    out size that changes is written back as ``a * s + b`` of the symbol ``s`` it
-    follows (a slice ``[1:]`` of ``s`` gives ``s - 1``). For rules that index or slice
-    (numpy probes), whose out sizes are such functions of one in size each."""
-    syms = [(k, d) for k, d in enumerate(shape) if isinstance(d, Dim)]
-    if not syms:
-        return tuple(rule(tuple(shape)))
-    p_shape, q_shape = list(shape), list(shape)
-    for j, (k, _d) in enumerate(syms):
-        p_shape[k] = 1_000_003 + 1000 * j
-        q_shape[k] = 2_000_029 + 3000 * j
-    rp, rq = tuple(rule(tuple(p_shape))), tuple(rule(tuple(q_shape)))
+    """``rule(int_shape, size) -> out_shape`` for a ``shape`` with symbolic sizes: the
+    rule runs twice, with each symbol replaced by two different large numbers
+    (``size(d)`` gives a size of an attribute, an int or a ``Dim`` of the same symbols,
+    under the same replacement), and each out size that changes is written back as
+    ``a * s + b`` of the symbol ``s`` it follows (a slice ``[1:]`` of ``s`` gives
+    ``s - 1``). For rules that index or slice (numpy probes), whose out sizes are such
+    functions of one symbol each."""
+    roots = []
+    for d in shape:
+        if isinstance(d, Dim):
+            for r in d.symbols():
+                if r not in roots:
+                    roots.append(r)
+    if not roots:
+        return tuple(rule(tuple(shape), lambda d: d))
+    p_vals = {r: 1_000_003 + 1000 * j for j, r in enumerate(roots)}
+    q_vals = {r: 2_000_029 + 3000 * j for j, r in enumerate(roots)}
+
+    def run(values):
+        def size(d):
+            if not isinstance(d, Dim):
+                return d
+            try:
+                return d.evaluate(values)
+            except KeyError:
+                raise SymbolicSizeError(f"{d} is not a size of this shape ({d.describe()})"
+                                        ) from None
+        return tuple(rule(tuple(size(d) for d in shape), size))
+
+    rp, rq = run(p_vals), run(q_vals)
     out = []
     for a, b in zip(rp, rq):
         if a == b:
             out.append(a)
             continue
-        for k, d in syms:
-            slope, rem = divmod(b - a, q_shape[k] - p_shape[k])
+        for r in roots:
+            slope, rem = divmod(b - a, q_vals[r] - p_vals[r])
             if rem == 0 and slope != 0:
-                out.append(d * slope + (a - slope * p_shape[k]))
+                out.append(Dim({((r, 1),): 1}) * slope + (a - slope * p_vals[r]))
                 break
         else:
             raise SymbolicSizeError(f"a size of the result depends on {shape} in a way that "

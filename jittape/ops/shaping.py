@@ -12,7 +12,7 @@ from ..tensor import Tensor, Variable, apply, convert_args, convert_to_tensor
 from . import elementwise as E
 from ..dims import Dim
 from ..dtypes import as_dtype
-from .registry import defop, normalize_axis, prod, same_dtype, symbolic_probe
+from .registry import defop, normalize_axis, prod, same_dtype, same_size, symbolic_probe
 from .sizes import symbolic_shape, symbolic_size
 
 
@@ -186,8 +186,8 @@ def _concat_infer(types, axis):
     r = types[0].rank
     a = axis % r if r else 0
     for t in types:
-        if t.rank != r or any(
-            t.shape[i] != types[0].shape[i] for i in range(r) if i != a
+        if t.rank != r or not all(
+            same_size(t.shape[i], types[0].shape[i]) for i in range(r) if i != a
         ):
             raise ValueError(
                 "ConcatOp: Dimension mismatch: "
@@ -303,15 +303,21 @@ def _encode(key):
 def _slice_infer(types, key):
     (x,) = types
     _known(x.shape, "strided_slice")
-    index = _decode(key)
-
-    def rule(shape):
+    def rule(shape, size):
+        index = _decode(tuple(_sized(k, size) for k in key))
         return np.shape(np.broadcast_to(np.empty((), dtype=bool), shape)[index])
 
     try:
         return Type(symbolic_probe(x.shape, rule), x.dtype)
     except IndexError as e:
         raise ValueError(f"slice {_fmt_key(key)} of shape {list(x.shape)}: {e}") from None
+
+
+def _sized(k, size):
+    """A key entry with its bounds through ``size`` (symbolic bounds: a concat's VJP)."""
+    if isinstance(k, tuple) and k and k[0] == "slice":
+        return ("slice",) + tuple(None if p is None else size(p) for p in k[1:])
+    return k
 
 
 def _fmt_key(key):
