@@ -441,10 +441,10 @@ def test_weakref_argument_raises_type_error_naming_it():
     def f(x, r):
         return x
 
-    class O:
+    class Obj:
         pass
 
-    o = O()
+    o = Obj()
     with pytest.raises(TypeError, match="argument 'r'.*weakref input"):
         f(jt.constant(1.0), weakref.ref(o))
     with pytest.raises(TypeError, match="weakref"):

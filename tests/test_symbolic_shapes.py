@@ -277,8 +277,9 @@ def _apply(op, h, w, k):
     return h * jt.reduce_mean(h)  # scale_by_batch_mean
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_random_batch_programs_agree_with_eager_for_every_batch_size(seed):
+@pytest.mark.parametrize("seed, backend", [(s, "interpret") for s in range(6)]
+                         + [(s, "cpu") for s in range(2)])
+def test_random_batch_programs_agree_with_eager_for_every_batch_size(seed, backend):
     rng = np.random.default_rng(seed)
     ops = list(rng.choice(_LAYER_OPS, size=int(rng.integers(3, 7))))
     w0 = [rng.normal(size=(4, 4)) * 0.5 for _ in range(2)]
@@ -292,7 +293,7 @@ def test_random_batch_programs_agree_with_eager_for_every_batch_size(seed):
         return [loss] + tape.gradient(loss, w, unconnected_gradients="zero")
 
     ws = [jt.Variable(a) for a in w0]
-    f = jt.function(lambda x: program(x, ws), backend="interpret",
+    f = jt.function(lambda x: program(x, ws), backend=backend,
                     input_signature=[jt.TensorSpec([None, 4], jt.float64)])
     for n in (3, 5, 2, 8):
         x = rng.normal(size=(n, 4))
