@@ -194,28 +194,6 @@ def _masked(ty: Type, dims) -> Type:
     return hit
 
 
-def _leaf_paths(args, kwargs, params, varargs=None) -> list:
-    """The argument path of each tensor or array leaf, in the order of :func:`_key`."""
-    out = []
-
-    def walk(obj, path):
-        if isinstance(obj, Tensor) or (isinstance(obj, (np.ndarray, np.generic))
-                                       and np.asarray(obj).dtype.kind in "biuf"):
-            out.append(path)
-        elif isinstance(obj, (list, tuple)):
-            for j, x in enumerate(obj):
-                walk(x, f"{path}[{j}]")
-        elif isinstance(obj, dict):
-            for k in _dict_keys(obj):
-                walk(obj[k], f"{path}[{k!r}]")
-
-    for j, a in enumerate(args):
-        walk(a, _arg_name(j, params, varargs))
-    for name in _dict_keys(kwargs):
-        walk(kwargs[name], name)
-    return out
-
-
 def _spec_mask(sig) -> dict:
     """leaf -> the dims an input_signature leaves None (in the order of :func:`_key`)."""
     out, n = {}, [0]
@@ -706,8 +684,6 @@ class ConcreteFunction:
         backend's passes, the feed plan and the program."""
         spec = _Spec(sizes)
         t1 = time.perf_counter()
-        if any(n.op.from_types is not None for n in graph.nodes):
-            graph = concretize(graph, values or {})  # jt.shape and friends: constants
         spec.draw_shapes = {v: t.shape for v, t in zip(graph.inputs, graph.input_types)}
         pipeline = backends.pipeline(self.backend)
         if values:
@@ -1403,7 +1379,8 @@ class Function:
         n_args = [0]
         reset_names()
         symbols_at = []  # (leaf, dim, Dim) of the sizes traced as symbols
-        paths = _leaf_paths(args, kwargs, self._params, self._binding.varargs) if mask else []
+        # the tensor leaves' paths, in the order of _key (their described key is a Type)
+        paths = [p for p, k in described.items() if isinstance(k, Type)] if mask else []
 
         def make(ty):
             k = n_args[0]

@@ -243,7 +243,6 @@ class _Gen:
         self.kernel_names: dict = {}  # kernel text -> its name (one function per text)
         self.entry: list = []  # lines (str) and kernel calls (_Call)
         self.names = _Names()  # the entry's names
-        self.scope: _Names | None = None  # the kernel being written (kernel_scope)
         self._serial = False  # writing a parallel kernel's serial variant
         self.params: list = []
         self.consts: list = []  # const arrays fed to the entry
@@ -305,12 +304,16 @@ class _Gen:
     def kernel_scope(self):
         """Names for the kernel written inside: its values, and its dims as parameters
         (``kernel`` reads both). Entry code written meanwhile (``dest``) is outside."""
-        saved = (self.scope, _KERNEL[0])
-        self.scope = _KERNEL[0] = _Names()
+        saved, _KERNEL[0] = _KERNEL[0], _Names()
         try:
-            yield self.scope
+            yield _KERNEL[0]
         finally:
-            self.scope, _KERNEL[0] = saved
+            _KERNEL[0] = saved
+
+    @property
+    def scope(self) -> "_Names":
+        """The names of the kernel being written (``kernel_scope``)."""
+        return _KERNEL[0]
 
     @contextlib.contextmanager
     def serial_loops(self):

@@ -7,7 +7,8 @@ import numpy as np
 from ..ir import Type
 from ..tensor import apply, convert_args
 from . import shaping as S
-from .registry import broadcast_shapes, defop, same_dtype, same_size
+from ..dims import unify
+from .registry import broadcast_shapes, defop, same_dtype
 
 
 def _dims(shape) -> str:
@@ -24,7 +25,7 @@ def _matmul_infer(types):
             f"matmul needs rank >= 2 operands: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}"
         )
     k1, k2 = a.shape[-1], b.shape[-2]
-    if not same_size(k1, k2):
+    if not unify(k1, k2):  # an unknown size and another become one
         raise ValueError(
             f"Matrix size-incompatible: In[0]: {_dims(a.shape)}, In[1]: {_dims(b.shape)}"
         )

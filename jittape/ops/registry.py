@@ -139,11 +139,6 @@ def _symbolic_hint(a, b) -> str:
     return ""
 
 
-def same_size(a, b) -> bool:
-    """Whether two sizes a rule needs equal can be (``dims.unify``)."""
-    return unify(a, b)
-
-
 def symbolic_probe(shape, rule):
     """``rule(int_shape, size) -> out_shape`` for a ``shape`` with symbolic sizes: the
     rule runs twice, with each symbol replaced by two different large numbers

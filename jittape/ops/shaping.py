@@ -12,7 +12,8 @@ from ..tensor import Tensor, Variable, apply, convert_args, convert_to_tensor
 from . import elementwise as E
 from ..dims import Dim
 from ..dtypes import as_dtype
-from .registry import defop, normalize_axis, prod, same_dtype, same_size, symbolic_probe
+from ..dims import unify
+from .registry import defop, normalize_axis, prod, same_dtype, symbolic_probe
 from .sizes import symbolic_shape, symbolic_size
 
 
@@ -187,7 +188,7 @@ def _concat_infer(types, axis):
     a = axis % r if r else 0
     for t in types:
         if t.rank != r or not all(
-            same_size(t.shape[i], types[0].shape[i]) for i in range(r) if i != a
+            unify(t.shape[i], types[0].shape[i]) for i in range(r) if i != a
         ):
             raise ValueError(
                 "ConcatOp: Dimension mismatch: "
@@ -355,7 +356,7 @@ strided_slice_grad_op = defop(
 def strided_slice(x, key):
     out = apply(strided_slice_op, x, key=tuple(key))
     if x._tracer is not None and x._tracer.static:
-        known = static_value(x)
+        known = E._static(x)
         if known is not None:  # a slice of jt.shape(t): its sizes are known too
             part = known[decode_index(tuple(key))]
             if not isinstance(part, np.ndarray):  # one size: a 0-d object array
@@ -508,9 +509,3 @@ def shape(x, out_type="int32"):
         return t
     return convert_to_tensor(np.asarray(x._type.shape, dtype=as_dtype(out_type)._np))
 
-
-def static_value(t):
-    """What a symbolic tensor is known to hold while tracing (an object array of sizes,
-    ints and ``Dim`` s, for ``jt.shape`` and slices of it), or None."""
-    tracer = t._tracer
-    return None if tracer is None else tracer.static.get(t._id)
