@@ -292,10 +292,6 @@ def is_symbolic(d) -> bool:
     return isinstance(d, Dim)
 
 
-def has_symbols(shape) -> bool:
-    return any(isinstance(d, Dim) for d in shape)
-
-
 def unify(a, b) -> bool:
     """Whether sizes ``a`` and ``b`` can be one size. Two unknown symbols that a rule
     needs equal become one (the call checks that the arrays agree); an unknown size

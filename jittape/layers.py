@@ -627,10 +627,7 @@ class Flatten(Layer):
             raise InvalidArgumentError(
                 f'layer "{self.name}": Flatten needs inputs with a batch dimension, got a scalar'
             )
-        rest = 1
-        for d in shape[1:]:
-            rest = rest * d
-        return _ops.reshape(inputs, (shape[0], rest))
+        return _ops.reshape(inputs, (shape[0], math.prod(shape[1:])))  # Dims multiply too
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], self._flat(tuple(input_shape)))
