@@ -13,14 +13,11 @@ import numpy as np
 
 from ..ir import NO_GRADIENT, Type
 from ..tensor import apply
-from .registry import defop
+from .registry import defop, prod
 
 
-def _count(shape, axes) -> int | object:
-    n = 1
-    for a in axes:
-        n = n * shape[a]
-    return n
+def _count(shape, axes):
+    return prod(shape[a] for a in axes)
 
 
 def _shape_value(types, out_type):
