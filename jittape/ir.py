@@ -96,9 +96,37 @@ class Type:
 # ---------------------------------------------------------------------------
 # Op records
 
-KINDS = ("elementwise", "reduction", "contraction", "shape", "other", "fused")
+# What an op is, for the passes and the code generators:
+#   elementwise  one scalar expression per output element (``scalar``): fused into loops
+#   reduction    folds axes of one input (with a ``monoid``, fused with a prologue and
+#                an epilogue; without one, an op of its own: argmax)
+#   matmul       what lowers to a GEMM call (BLAS), with an elementwise epilogue
+#   window       sliding windows over spatial axes (convolution, pooling): none yet
+#   control      carries sub-graphs (loops, conditionals): none yet
+#   shape        shapes and layouts (views, slices, concatenation)
+#   other        the rest (gathers, scatters, checks); each has a lowering of its own
+#   fused        the fusion pass's kernels (a body graph)
+KINDS = ("elementwise", "reduction", "matmul", "window", "control", "shape", "other",
+         "fused")
 # the reductions' monoids the code generators accumulate with
 MONOIDS = ("add", "max", "min")
+# what a view's output is of its first input's storage:
+#   alias   the same array (identity, stop_gradient, read)
+#   layout     the same elements in another shape or order (reshape, transpose)
+#   broadcast  the elements repeated along new or size-1 axes (broadcast_to): a loop
+#              reads it by index arithmetic, so it fuses like an elementwise op
+#   slice      a subset of the elements (strided_slice)
+#   checked    the same array, once a check of its values passed (check_numerics):
+#              the check runs as a kernel, the result is the input's storage
+VIEWS = ("alias", "layout", "broadcast", "slice", "checked")
+# what one element of an op costs, against a load: cheap ops (an add, a compare) are
+# recomputed inside a consumer's kernel rather than stored; transcendental ones (exp,
+# tanh) weigh several times an arithmetic op in a kernel's work estimate
+COSTS = ("cheap", "normal", "transcendental")
+# how an op with no inputs holds its value in its attributes:
+#   uniform  one value for every element (``fill``: value, shape, dtype)
+#   array    the whole array (``const``: a ``Const``); it needs no buffer
+LITERALS = ("uniform", "array")
 
 # Every op declared with ``jittape.ops.defop`` is listed here by name, so that passes
 # can build nodes (``get_op("broadcast_to")``) without importing the registry.
@@ -158,10 +186,33 @@ class OpDef:
     # the op's value from its inputs' types alone (``shape``, ``size``): a graph traced
     # with symbolic sizes holds the node, ``concretize`` makes it a constant
     from_types: Callable | None = None
+    view: str | None = None  # one of VIEWS: the output views input 0's storage
+    cost: str = "normal"  # one of COSTS
+    # one of LITERALS: the value is in the attributes, and fusion copies it into every
+    # body that reads it (an array only when small), code generators write it inline
+    literal: str | None = None
+    # the output may be written into the buffer of an input of its shape (it reads each
+    # input element at the index it writes): None means "if elementwise"
+    inplace: bool | None = None
+    # why no compiling backend runs the op (they hand a graph holding it to
+    # ``interpret``, with one warning); None: every backend has a lowering for it
+    interpret_only: str | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
-            raise ValueError(f"op {self.name!r}: unknown kind {self.kind!r}")
+            raise ValueError(f"op {self.name!r}: unknown kind {self.kind!r}; "
+                             f"the kinds are {', '.join(KINDS)}")
+        if self.view is not None and self.view not in VIEWS:
+            raise ValueError(f"op {self.name!r}: field 'view' is {self.view!r}; "
+                             f"one of {', '.join(map(repr, VIEWS))}")
+        if self.literal is not None and self.literal not in LITERALS:
+            raise ValueError(f"op {self.name!r}: field 'literal' is {self.literal!r}; "
+                             f"one of {', '.join(map(repr, LITERALS))}")
+        if self.cost not in COSTS:
+            raise ValueError(f"op {self.name!r}: field 'cost' is {self.cost!r}; "
+                             f"one of {', '.join(map(repr, COSTS))}")
+        if self.inplace is None:
+            self.inplace = self.kind == "elementwise"
         if self.monoid is not None:
             if self.kind != "reduction":
                 raise ValueError(

@@ -648,6 +648,8 @@ def _custom_vjp(g, out, *inputs, grad_fn, n_args, n_outs, variables, out_types):
 
 custom_gradient_op = defop(
     "custom_gradient", inputs=None, kind="other", forward=None, infer=_custom_infer,
+    interpret_only="a tape record of a function with a gradient of its own: graphs hold "
+    "the function's ops and its gradient's, never this node",
     vjp=_custom_vjp, nout=None, pure=False, doc="a function with a user-defined gradient",
 )
 

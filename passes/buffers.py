@@ -17,12 +17,15 @@ from dataclasses import dataclass
 from jittape.ir import Graph, GraphError
 
 from .core import graph_pass
-from .fusion import FUSED, VIEW_OPS
+from .fusion import FUSED
 
-# ops whose result lives in its input's storage: the views, and basic slicing, which the
-# backends keep as a numpy view of the sliced array (a slot reused while the slice is
-# still read would change it)
-ALIASING_OPS = VIEW_OPS | {"strided_slice"}
+
+def _aliasing(op) -> bool:
+    """The op's result lives in its input's storage (``OpDef.view``): the views, basic
+    slicing (a numpy view of the sliced array) and ops that hand their input on after
+    a check (``check_numerics``): a slot reused while the result is still read would
+    change it."""
+    return op.view is not None
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ def _roots(graph: Graph) -> dict:
     """value -> the value whose storage it lives in (itself, or what a view views)."""
     root = {v: v for v in graph.inputs}
     for n in graph.nodes:
-        if n.op.name in ALIASING_OPS and n.inputs:
+        if _aliasing(n.op) and n.inputs:
             root[n.outputs[0]] = root[n.inputs[0]]
         else:
             for o in n.outputs:
@@ -67,7 +70,7 @@ def _pointwise_inputs(n) -> set:
             return set()
         space = tuple(a["space"])
         return {i for i, t in zip(n.inputs, a["body"].input_types) if t.shape == space}
-    if n.op.kind == "elementwise" and n.op.scalar is not None:
+    if n.op.inplace and n.op.scalar is not None:
         return set(n.inputs)
     return set()
 
@@ -84,7 +87,7 @@ def _liveness(graph: Graph):
 
 def _pooled(n, o, t, pinned) -> bool:
     return (
-        n.op.name not in ALIASING_OPS and n.op.name != "const" and not n.op.effect
+        not _aliasing(n.op) and n.op.literal != "array" and not n.op.effect
         and o not in pinned and t.size is not None
     )
 

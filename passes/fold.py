@@ -20,9 +20,9 @@ def constant_array(node: Node | None):
     """The value of a ``const`` or small ``fill`` node as an array, else None."""
     if node is None:
         return None
-    if node.op.name == "const":
+    if node.op.literal == "array":
         return node.attr_dict["value"].array
-    if node.op.name == "fill":
+    if node.op.literal == "uniform":
         a = node.attr_dict
         return np.broadcast_to(np.asarray(a["value"], dtype=a["dtype"]), a["shape"])
     return None
@@ -30,15 +30,15 @@ def constant_array(node: Node | None):
 
 def uniform_value(v: int, producers: dict):
     """The one value every element of ``v`` has, when that is known at trace time
-    (a constant, a ``fill``, or a broadcast, reshape or cast of one); else None."""
+    (a constant, a ``fill``, or a view of one: a broadcast, reshape, transpose or
+    alias); else None."""
     for _ in range(16):
         n = producers.get(v)
         if n is None:
             return None
-        name = n.op.name
-        if name == "fill":
+        if n.op.literal == "uniform":
             return n.attr_dict["value"]
-        if name == "const":
+        if n.op.literal == "array":
             a = n.attr_dict["value"].array
             if a.size == 0 or a.size > FOLD_LIMIT:
                 return None
@@ -46,7 +46,7 @@ def uniform_value(v: int, producers: dict):
             if np.isnan(first) if a.dtype.kind == "f" else False:
                 return None
             return first.item() if np.all(a == first) else None
-        if name in ("broadcast_to", "reshape", "identity", "stop_gradient"):
+        if n.op.view in ("alias", "layout", "broadcast"):
             v = n.inputs[0]
             continue
         return None
@@ -75,7 +75,7 @@ def fold_constants(graph: Graph, report, limit: int = FOLD_LIMIT, vary=()) -> Gr
     values: dict = {}  # value id -> array, for constants in the new graph
     for n in graph.nodes:
         node = rw.keep(n)
-        if node.op.name == "const":
+        if node.op.literal == "array":
             values[node.output] = node.attr_dict["value"].array
             continue
         if node.op.from_types is not None and all(
@@ -88,7 +88,8 @@ def fold_constants(graph: Graph, report, limit: int = FOLD_LIMIT, vary=()) -> Gr
             continue
         if vary and any(d in vary for t in node.types for d in t.shape):
             continue
-        if node.op.name == "fill" and node.type.size is not None and node.type.size <= LEAF_SIZE:
+        size = node.type.size
+        if node.op.literal == "uniform" and size is not None and size <= LEAF_SIZE:
             arr = np.array(constant_array(node))
             _replace_by_const(rw, node, (arr,), report)
             values[rw.resolve(node.output)] = arr

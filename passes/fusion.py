@@ -9,8 +9,8 @@ outputs are the node's own, and says how a backend loops over it:
   prologue values over ``axes`` (all the same axes and ``keepdims``), and an
   *epilogue* of elementwise ops over the reduced shape ``rspace`` that reads only
   reduction and epilogue values (never the prologue: that would need a second loop).
-- ``kind="contraction"``: one ``matmul`` followed by an elementwise epilogue over its
-  output (bias add, activation), when ``matmul_epilogue`` is on. A contraction is
+- ``kind="matmul"``: one ``matmul`` followed by an elementwise epilogue over its
+  output (bias add, activation), when ``matmul_epilogue`` is on. A matmul is
   never fused into an elementwise kernel.
 
 Independent groups over the same space (and reduction axes) that read a common input
@@ -35,18 +35,14 @@ from jittape.ir import verify as verify_ir
 
 from .core import graph_pass, max_id
 
-# Elementwise ops whose recomputation costs about as much as a load.
-CHEAP = frozenset({
-    "add", "subtract", "multiply", "negative", "abs", "maximum", "minimum", "where",
-    "cast", "identity", "relu", "square", "sign", "equal", "not_equal", "less",
-    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not",
-    "broadcast_to", "fill",
-})
 MAX_RECOMPUTE = 3  # nodes copied into a consumer rather than materialising a value
 LEAF_LIMIT = 16  # constants up to this many elements are copied into bodies
-VIEW_OPS = frozenset({
-    "reshape", "broadcast_to", "transpose", "identity", "stop_gradient", "read",
-})
+
+
+def is_view(op: OpDef) -> bool:
+    """The op's output is its input's storage, whole (an alias, another shape or order,
+    a broadcast), and running it computes nothing: no kernel."""
+    return op.view in ("alias", "layout", "broadcast") and not op.effect
 
 
 # ---------------------------------------------------------------------------
@@ -92,7 +88,7 @@ def is_fused(n: Node) -> bool:
 def kernels(graph: Graph) -> list:
     """The nodes of ``graph`` that run as kernels: fused groups and every op that is
     not a constant or a view (reshape, broadcast, transpose, identity)."""
-    return [n for n in graph.nodes if n.op.name not in VIEW_OPS and n.op.name != "const"]
+    return [n for n in graph.nodes if not is_view(n.op) and n.op.literal != "array"]
 
 
 def body_phases(n: Node) -> dict:
@@ -120,14 +116,14 @@ def body_phases(n: Node) -> dict:
     seen_mm = False
     for b in body.nodes:
         name, shape = b.op.name, b.types[0].shape
-        if name in ("const", "fill"):
+        if b.op.literal is not None:
             phase[b.outputs[0]] = "leaf"
             continue
         if b.op.effect or not b.op.pure:
             raise GraphError(f"{name} has side effects and cannot be fused")
         reads = {phase.get(i, "in") for i in b.inputs}
-        if b.op.kind == "contraction":
-            if kind != "contraction" or seen_mm:
+        if b.op.kind == "matmul":
+            if kind != "matmul" or seen_mm:
                 raise GraphError(f"{name} inside a {kind} kernel")
             seen_mm = True
             ph = "mm"
@@ -142,20 +138,20 @@ def body_phases(n: Node) -> dict:
             if not reads <= {"in", "leaf", "pro"}:
                 raise GraphError(f"{name} reads a value computed after the reduction")
             ph = "red"
-        elif b.op.kind == "elementwise" or name == "broadcast_to":
+        elif b.op.kind == "elementwise" or b.op.view == "broadcast":
             if kind == "loop":
                 ph = "pro"
             elif kind == "reduction":
                 ph = "pro" if shape == space and reads <= {"in", "leaf", "pro"} else "epi"
             else:
                 ph = "epi"
-            want = space if ph == "pro" or kind == "contraction" else rspace
+            want = space if ph == "pro" or kind == "matmul" else rspace
             if shape != want:
                 raise GraphError(f"{name} computes {list(shape)} in a kernel over {list(want)}")
             if ph == "epi" and "pro" in reads:
                 raise GraphError(f"epilogue op {name} reads a prologue value")
-            if kind == "contraction" and not seen_mm:
-                raise GraphError(f"{name} before the contraction of its kernel")
+            if kind == "matmul" and not seen_mm:
+                raise GraphError(f"{name} before the matmul of its kernel")
         else:
             raise GraphError(f"{name} ({b.op.kind}) cannot be fused")
         for o in b.outputs:
@@ -175,16 +171,16 @@ def _category(n: Node, types: dict) -> str:
     op = n.op
     if op.effect or not op.pure or len(n.outputs) != 1 or not _static(n.types[0]):
         return "other"
-    if op.name == "fill" or (op.name == "const" and n.types[0].size <= LEAF_LIMIT):
+    if op.literal == "uniform" or (op.literal == "array" and n.types[0].size <= LEAF_LIMIT):
         return "leaf"
     if op.kind == "elementwise" and op.scalar is not None and n.inputs:
         return "ew"
-    if op.name == "broadcast_to":
+    if op.view == "broadcast":  # loops read it by index arithmetic
         return "ew"
     if op.kind == "reduction" and op.monoid and _static(n.types[0]):
         # over size-1 axes only it reduces nothing (simplify makes it a reshape)
         return "red" if types[n.inputs[0]].size != n.types[0].size else "other"
-    if op.kind == "contraction":
+    if op.kind == "matmul":
         return "mm"
     return "other"
 
@@ -194,7 +190,7 @@ class _Group:
 
     def __init__(self, gid, kind, space, rspace=None, axes=(), keepdims=False):
         self.gid = gid
-        self.kind = kind  # loop | reduction | contraction | single
+        self.kind = kind  # loop | reduction | matmul | single
         self.space = space
         self.rspace = rspace if rspace is not None else space
         self.axes = axes
@@ -318,7 +314,7 @@ class _Fuser:
                     grp = self._reduction_group(n)
                     self.add(grp, n, k, "red", deps)
                 elif cat == "mm":
-                    grp = self.new_group("contraction", n.types[0].shape)
+                    grp = self.new_group("matmul", n.types[0].shape)
                     self.add(grp, n, k, "mm", deps)
                 else:
                     grp = self.new_group("single", None)
@@ -353,7 +349,7 @@ class _Fuser:
 
     def _place_elementwise(self, n: Node, key, deps):
         """Join ``n`` to the groups it reads from, when they loop over its shape: loop
-        groups (merged together), or one reduction/contraction group, as prologue
+        groups (merged together), or one reduction or matmul group, as prologue
         (same space, reading prologue values) or epilogue (the reduced or product
         shape, reading its results)."""
         shape = n.types[0].shape
@@ -367,7 +363,7 @@ class _Fuser:
                 targets.append((h, "pro"))
             elif grp.kind == "reduction" and grp.rspace == shape and phases <= {"red", "epi"}:
                 targets.append((h, "epi"))
-            elif grp.kind == "contraction" and self.matmul_epilogue and grp.space == shape:
+            elif grp.kind == "matmul" and self.matmul_epilogue and grp.space == shape:
                 targets.append((h, "epi"))
         loops.sort(key=lambda h: -len(self.groups[h].members))
         options = []
@@ -487,7 +483,7 @@ class _Fuser:
             seen.add(x)
             n = mem[1]
             if (
-                mem[2] != "pro" or n.op.name not in CHEAP or n.types[0].shape != space
+                mem[2] != "pro" or n.op.cost != "cheap" or n.types[0].shape != space
                 or len(cone) >= MAX_RECOMPUTE
             ):
                 return None
@@ -521,9 +517,9 @@ class _Fuser:
         g = self.g
         groups = [grp for grp in self.groups if grp.alive and grp.members]
         for grp in groups:
-            # a contraction's epilogue may hold ops recorded before the matmul (they do
+            # a matmul's epilogue may hold ops recorded before the matmul (they do
             # not feed it): the matmul goes first, the rest keep their order
-            grp.members.sort(key=lambda m: (m[2] != "mm", m[0]) if grp.kind == "contraction"
+            grp.members.sort(key=lambda m: (m[2] != "mm", m[0]) if grp.kind == "matmul"
                              else m[0])
         readers: dict = {}  # value -> set of gids reading it (-1: the graph's outputs)
         for grp in groups:
@@ -537,9 +533,9 @@ class _Fuser:
         leaf_users = set()
         for grp in groups:
             fused = grp.kind in ("loop", "reduction") or (
-                grp.kind == "contraction" and len(grp.members) > 1
+                grp.kind == "matmul" and len(grp.members) > 1
             )
-            if all(m[1].op.name in VIEW_OPS for m in grp.members):
+            if all(is_view(m[1].op) for m in grp.members):
                 fused = False  # only views (a broadcast, an identity): no kernel to run
             if not fused:
                 nodes = [m[1] for m in grp.members]
@@ -573,12 +569,12 @@ class _Fuser:
                 body_nodes.append(m[1])
                 live.update(m[1].inputs)
         body_nodes.reverse()
-        if all(n.op.name in VIEW_OPS for n in body_nodes):
+        if all(is_view(n.op) for n in body_nodes):
             return body_nodes  # only views left (the rest was recomputed elsewhere)
         # what is left may no longer hold the group's reduction or matmul
         kind, space = grp.kind, grp.space
         kinds = {n.op.kind for n in body_nodes}
-        if (kind == "contraction" and "contraction" not in kinds) or (
+        if (kind == "matmul" and "matmul" not in kinds) or (
             kind == "reduction" and "reduction" not in kinds
         ):
             shapes = {n.types[0].shape for n in body_nodes}

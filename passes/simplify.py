@@ -17,7 +17,6 @@ from jittape.ir import Graph, Node, Type, get_op
 from .core import Rewriter, graph_pass
 from .fold import uniform_value
 
-_PASS_THROUGH = {"identity", "stop_gradient"}
 _WIDER = {
     ("float32", "float64"), ("float16", "float32"), ("float16", "float64"),
     ("int8", "int16"), ("int8", "int32"), ("int8", "int64"), ("int16", "int32"),
@@ -104,9 +103,9 @@ class _Simplifier:
             v = self.absorb_broadcasts(n)
             if v is not None:
                 return v
-        if name in _PASS_THROUGH:
+        if n.op.view == "alias":  # identity, stop_gradient, a variable's read
             return ins[0]
-        if name in ("broadcast_to", "reshape") and self.t(ins[0]).size == 1:
+        if n.op.view in ("layout", "broadcast") and self.t(ins[0]).size == 1:
             u = self.uniform(ins[0])  # a scalar constant spread out: a fill
             if u is not None:
                 return self.fill(out, u, loc)
@@ -217,7 +216,7 @@ class _Simplifier:
                 if q == tuple(range(len(q))):
                     return inner.inputs[0]
                 return self.emit("transpose", (inner.inputs[0],), {"perm": q}, loc)
-        if name in ("reduce_sum", "reduce_max", "reduce_min"):
+        if n.op.monoid is not None:
             x = ins[0]
             axes = n.attr_dict["axis"]
             if all(self.t(x).shape[a] == 1 for a in axes):

@@ -410,7 +410,7 @@ def test_explain_and_cache_info():
     x = np.ones((2, 4), np.float32)
     text = str(step.explain(x))
     assert "-- traced graph" in text and "tanh" in text and "test_function.py:" in text
-    assert "fuse" in text and "kernels after fusion" in text and "contraction" in text
+    assert "fuse" in text and "kernels after fusion" in text and "matmul over" in text
     assert "generated source: " in text and "not compiled yet" in text
     assert step.cache_info().traces == 1
     step(x)

@@ -118,33 +118,44 @@ def test_check_numerics_message_inside_function_is_the_users(msg):
 
 
 # ---------------------------------------------------------------------------
-# No rule, no compile: a contraction that is not matmul
+# No rule, no compile: an op of kind matmul that is not matmul
+
+
+def _bt_infer(types):
+    a, b = types
+    return Type((a.shape[0], b.shape[0]), a.dtype)
 
 
 @pytest.fixture
 def matmul_bt():
-    """``a @ b.T`` registered as a contraction of its own (removed again after)."""
-    def infer(types):
-        a, b = types
-        return Type((a.shape[0], b.shape[0]), a.dtype)
-
-    op = defop("test_matmul_bt", inputs=2, kind="contraction",
-               forward=lambda a, b: a @ b.T, infer=infer, vjp=NO_GRADIENT)
+    """``a @ b.T`` registered as a matmul of its own (removed again after), declared to
+    run on interpret only."""
+    op = defop("test_matmul_bt", inputs=2, kind="matmul",
+               forward=lambda a, b: a @ b.T, infer=_bt_infer, vjp=NO_GRADIENT,
+               interpret_only="a test op with no GEMM rule")
     yield op
     REGISTRY.pop("test_matmul_bt", None)
 
 
-def test_contraction_without_a_gemm_rule_falls_back_with_a_warning(matmul_bt):
+def test_an_op_without_a_lowering_is_refused_at_registration():
+    with pytest.raises(ValueError, match=r"op 'test_matmul_nt'.*no lowering on the cpu "
+                                         r"backend.*interpret_only"):
+        defop("test_matmul_nt", inputs=2, kind="matmul", forward=lambda a, b: a @ b.T,
+              infer=_bt_infer, vjp=NO_GRADIENT)
+    assert "test_matmul_nt" not in REGISTRY
+
+
+def test_a_matmul_without_a_gemm_rule_falls_back_with_a_warning(matmul_bt):
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(3, 4)), rng.normal(size=(5, 4))
     bld = GraphBuilder("bt")
     x, y = bld.add_input(Type((3, 4), "float64")), bld.add_input(Type((5, 4), "float64"))
     (o,) = bld.add_node(matmul_bt, [x, y])
     graph = bld.build([o])
-    with pytest.warns(cpu.CompileWarning, match="test_matmul_bt"):
+    with pytest.warns(cpu.CompileWarning, match="test_matmul_bt.*no GEMM rule"):
         (got,) = cpu.run(graph, {x: a, y: b})
     np.testing.assert_allclose(got, a @ b.T)
-    # also as the contraction of a fused kernel with an epilogue
+    # also as the matmul of a fused kernel with an epilogue
     import passes
 
     bld = GraphBuilder("bt_relu")
@@ -152,7 +163,7 @@ def test_contraction_without_a_gemm_rule_falls_back_with_a_warning(matmul_bt):
     (o,) = bld.add_node(matmul_bt, [x, y])
     (r,) = bld.add_node(get_op("relu"), [o])
     graph = passes.run_pipeline(bld.build([r]), cpu.pipeline()).graph
-    assert any(n.op.name == "fused" and n.attr_dict["kind"] == "contraction"
+    assert any(n.op.name == "fused" and n.attr_dict["kind"] == "matmul"
                for n in graph.nodes)
     with pytest.warns(cpu.CompileWarning, match="test_matmul_bt"):
         (got,) = cpu.run(graph, {graph.inputs[0]: a, graph.inputs[1]: b})
@@ -215,3 +226,34 @@ def test_output_gradients_are_differentiable_by_an_outer_tape(backend):
         assert float(g) == 24.0 and float(dv) == 12.0
     finally:
         jt.set_backend("interpret")
+
+
+# ---------------------------------------------------------------------------
+# A view's storage stays live while the view is read
+
+
+def test_check_numerics_output_keeps_its_input_buffer_alive():
+    """check_numerics hands its input on (the compiled entry passes the same array): the
+    buffer plan must not give that array's slot to a later kernel while the checked
+    value is still read. It did (``OpDef.view`` now says so): ``y + transpose(y)`` was
+    written over ``y`` while it was read, and the lower triangle came out wrong."""
+
+    def f(x, w):
+        y = jt.debugging.check_numerics(jt.matmul(x, w), "m")
+        return jt.matmul(y + jt.transpose(y), w)
+
+    x = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
+    w = np.eye(4, dtype=np.float32) * 2
+    want = jt.function(f, backend="interpret")(x, w).numpy()
+    got = jt.function(f, backend="cpu")(x, w).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_every_op_has_a_cpu_lowering_or_says_why_not():
+    from jittape.ops.registry import REGISTRY
+
+    for op in REGISTRY.values():
+        rule = cpu.lowering(op)
+        assert rule is not None or op.interpret_only, op.name
+        if rule is not None:
+            assert callable(getattr(cpu._Gen, rule)), (op.name, rule)

@@ -383,7 +383,7 @@ def test_fuse_refuses_a_merge_that_would_make_a_cycle():
     c = g("add", a, m)  # loop would put the matmul inside a loop kernel's path
     graph = fuse(g.build(c))
     ks = fused_nodes(graph)
-    assert [k.attr_dict["kind"] for k in ks] == ["loop", "contraction"]
+    assert [k.attr_dict["kind"] for k in ks] == ["loop", "matmul"]
     assert body_ops(ks[1]) == ["matmul", "add"]  # the add became the matmul's epilogue
 
 
@@ -685,7 +685,7 @@ def missed_fusions(graph):
             could = False
             if pa["kind"] == "loop" and ca["kind"] in ("loop", "reduction"):
                 could = pa["space"] == ca["space"]
-            if pa["kind"] in ("reduction", "contraction") and ca["kind"] == "loop":
+            if pa["kind"] in ("reduction", "matmul") and ca["kind"] == "loop":
                 could = ca["space"] == pa.get("rspace", pa["space"]) and shapes == {ca["space"]}
             if could and not reaches(p, c, skip_direct=True):
                 missed.append((p, c))
@@ -708,7 +708,7 @@ def test_mlp_train_step_kernel_count_is_pinned():
     # no elementwise op is left outside a fused kernel
     assert [n.op.name for n in opt.nodes if n.op.kind == "elementwise"] == []
     # each layer's bias add + activation (and the relu mask) sit in its matmul's kernel
-    forward = [k for k in ks if passes.is_fused(k) and k.attr_dict["kind"] == "contraction"
+    forward = [k for k in ks if passes.is_fused(k) and k.attr_dict["kind"] == "matmul"
                and "relu" in body_ops(k)]
     assert len(forward) == 2
     for k in forward:
@@ -798,7 +798,7 @@ def test_explain_lists_passes_kernels_buffers_and_bodies():
     out = g("reduce_sum", g("exp", h), axis=(1,), keepdims=False)
     res = passes.run_pipeline(g.build(out), check=True)
     text = res.explain(details=True)
-    assert "2 kernels: contraction[3], reduction[1]" in text  # relu, exp: the epilogue
+    assert "2 kernels: matmul[3], reduction[1]" in text  # relu, exp: the epilogue
     assert "kernel" in text and "    | " in text and "buffers: 1 intermediate" in text
 
 

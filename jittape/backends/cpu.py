@@ -50,8 +50,6 @@ from .emit import (
 
 # Iteration spaces at least this large (in element-ops) run their outer loop on threads.
 PARALLEL_MIN = int(os.environ.get("JITTAPE_PARALLEL_MIN", 1 << 16))
-# Transcendental helpers cost several arithmetic ops each.
-_HEAVY = frozenset({"exp", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "pow", "sqrt"})
 
 
 def _fastmath():
@@ -88,9 +86,6 @@ def _generic(desc: str) -> str:
         + "]", desc)
 
 
-# contractions lowered to a GEMM call (np.dot in nopython code): the one rule is
-# plain matmul; any other op of kind "contraction" is refused (interpret runs it)
-_GEMM_OPS = frozenset({"matmul"})
 
 _ZERO_D_LOAD = re.compile(r"^[xy]\d+ = [ab]\d+\[\(\)\]$")
 
@@ -127,6 +122,79 @@ class _Names:
                 return module_name
             name = self.dims[module_name] = f"d{len(self.dims)}"
         return name
+
+
+# ---------------------------------------------------------------------------
+# The lowering table: how each op reaches generated code. Ops with a rule of their own
+# by name; the rest by what their record says (an alias, an elementwise op with its
+# scalar expression, a reduction with its monoid, a value from the input types). An op
+# that has none must say in its record why it runs on ``interpret`` only; the registry
+# asks ``check_lowering`` for every op, at this module's import and at each later
+# ``defop``, so an op without a rule can never reach a wrong code path.
+
+_OP_RULES = {
+    "fused": "fused",
+    "const": "op_const",
+    "fill": "op_fill",
+    "reshape": "op_reshape",
+    "transpose": "op_transpose",
+    "broadcast_to": "op_broadcast_to",
+    "strided_slice": "op_strided_slice",
+    "matmul": "op_matmul",  # a GEMM call (np.dot in nopython code)
+    "argmax": "op_argmax",
+    "argmin": "op_argmin",
+    "gather": "op_gather",
+    "scatter_add": "op_scatter_add",
+    "one_hot": "op_one_hot",
+    "concat": "op_concat",
+    "strided_slice_grad": "op_strided_slice_grad",
+    "check_numerics": "op_check_numerics",
+}
+# rules that write entry code (views, literals) or hand on to ``_Gen.fused``; the
+# others write a kernel of their own
+_ENTRY_RULES = frozenset({
+    "fused", "op_const", "op_fill", "op_reshape", "op_transpose", "op_broadcast_to",
+    "op_strided_slice", "op_matmul", "alias", "elementwise", "reduction", "from_types",
+})
+
+
+def lowering(op) -> str | None:
+    """The name of the ``_Gen`` method that lowers ``op``, or None (interpret only)."""
+    rule = _OP_RULES.get(op.name)
+    if rule is not None:
+        return rule
+    if op.interpret_only is not None:
+        return None
+    if op.view == "alias":
+        return "alias"
+    if op.kind == "elementwise" and op.scalar is not None:
+        return "elementwise"
+    if op.kind == "reduction" and op.monoid is not None:
+        return "reduction"
+    if op.from_types is not None:
+        return "from_types"
+    return None
+
+
+def check_lowering(op) -> None:
+    """Raise when ``op`` has no lowering here and does not say why it has none."""
+    if lowering(op) is None and op.interpret_only is None:
+        raise ValueError(
+            f"op {op.name!r} (kind {op.kind!r}) has no lowering on the cpu backend: add a "
+            "rule to the lowering table in jittape/backends/cpu.py, or declare in its "
+            "record why it runs on interpret only (interpret_only='...')")
+
+
+def _check_registry() -> None:
+    from ..ops.registry import LOWERING_CHECKS, REGISTRY
+
+    for op in list(REGISTRY.values()):
+        check_lowering(op)
+    if check_lowering not in LOWERING_CHECKS:
+        LOWERING_CHECKS.append(check_lowering)
+
+
+_check_registry()
 
 
 class _Call:
@@ -395,85 +463,92 @@ class _Gen:
         return "\n".join(head + self.kernels + entry)
 
     def node(self, n: Node):
-        name = n.op.name
-        t = n.types
-        if name in ("identity", "stop_gradient", "read"):
-            self.val[n.outputs[0]] = self.val[n.inputs[0]]
-            if n.inputs[0] in self.base:
-                self.base[n.outputs[0]] = self.base[n.inputs[0]]
+        rule = lowering(n.op)
+        if rule is None:
+            raise Unsupported(n.op.name, n.op.interpret_only
+                              or "the cpu backend has no lowering for it")
+        if rule.startswith("op_") and rule not in _ENTRY_RULES:
+            with self.kernel_scope():  # a kernel of its own
+                getattr(self, rule)(n)
+        else:
+            getattr(self, rule)(n)
+
+    # -- lowerings that write entry code (views, literals) or hand on to fused() ---------
+    def alias(self, n: Node):
+        self.val[n.outputs[0]] = self.val[n.inputs[0]]
+        if n.inputs[0] in self.base:
+            self.base[n.outputs[0]] = self.base[n.inputs[0]]
+
+    def op_const(self, n: Node):
+        a = dict(n.attrs)["value"].array
+        k = len(self.consts)
+        self.consts.append(_contig(a))
+        self.val[n.outputs[0]] = _Operand(f"c{k}", a.shape, True)
+
+    def from_types(self, n: Node):
+        """``shape``, ``size``: the value from the input types, as a constant."""
+        arr = np.asarray(n.op.from_types([self.types[i] for i in n.inputs], **n.attr_dict),
+                         dtype=n.types[0].dtype)
+        k = len(self.consts)
+        self.consts.append(_contig(arr))
+        self.val[n.outputs[0]] = _Operand(f"c{k}", arr.shape, True)
+
+    def op_reshape(self, n: Node):
+        x, o, t = n.inputs[0], n.outputs[0], n.types
+        var = self.names.value("t", o)
+        self.entry.append(f"{var} = {self.contiguous(x)}.reshape({_shape(t[0].shape)})")
+        self.val[o] = _Operand(var, t[0].shape, True)
+
+    def op_transpose(self, n: Node):
+        x, o, t = n.inputs[0], n.outputs[0], n.types
+        perm = tuple(dict(n.attrs)["perm"])
+        var = self.names.value("t", o)
+        if perm == (1, 0):  # ``.T`` is typed F-contiguous: BLAS reads it with no copy
+            self.entry.append(f"{var} = {self.val[x].var}.T")
+        else:
+            self.entry.append(f"{var} = np.transpose({self.val[x].var}, {_shape(perm)})")
+        self.val[o] = _Operand(var, t[0].shape, perm == tuple(range(len(perm))))
+
+    def op_broadcast_to(self, n: Node):
+        x, o, t = n.inputs[0], n.outputs[0], n.types
+        src = self.operand(x)
+        self.base[o] = src
+        var = self.names.value("t", o)
+        self.entry.append(f"{var} = np.broadcast_to({src.var}, {_shape(t[0].shape)})")
+        self.val[o] = _Operand(var, t[0].shape, tuple(src.shape) == tuple(t[0].shape)
+                               and src.contig)
+
+    def op_strided_slice(self, n: Node):
+        x, o, t = n.inputs[0], n.outputs[0], n.types
+        var = self.names.value("t", o)
+        key = dict(n.attrs)["key"]
+        if t[0].rank == 0:  # all integers: Numba would give a scalar, not an array
+            self.entry.append(f"{var} = np.empty((), {np_type(t[0].dtype)})")
+            self.entry.append(f"{var}[()] = {self.val[x].var}[{_fmt_key(key)}]")
+            self.val[o] = _Operand(var, (), True)
             return
-        if name == "const":
-            a = dict(n.attrs)["value"].array
-            k = len(self.consts)
-            self.consts.append(_contig(a))
-            self.val[n.outputs[0]] = _Operand(f"c{k}", a.shape, True)
-            return
-        if name == "reshape":
-            x, o = n.inputs[0], n.outputs[0]
-            var = self.names.value("t", o)
-            self.entry.append(f"{var} = {self.contiguous(x)}.reshape({_shape(t[0].shape)})")
-            self.val[o] = _Operand(var, t[0].shape, True)
-            return
-        if name == "transpose":
-            x, o = n.inputs[0], n.outputs[0]
-            perm = tuple(dict(n.attrs)["perm"])
-            var = self.names.value("t", o)
-            if perm == (1, 0):  # ``.T`` is typed F-contiguous: BLAS reads it with no copy
-                self.entry.append(f"{var} = {self.val[x].var}.T")
-            else:
-                self.entry.append(f"{var} = np.transpose({self.val[x].var}, {_shape(perm)})")
-            self.val[o] = _Operand(var, t[0].shape, perm == tuple(range(len(perm))))
-            return
-        if name == "broadcast_to":
-            x, o = n.inputs[0], n.outputs[0]
-            src = self.operand(x)
-            self.base[o] = src
-            var = self.names.value("t", o)
-            self.entry.append(f"{var} = np.broadcast_to({src.var}, {_shape(t[0].shape)})")
-            self.val[o] = _Operand(var, t[0].shape, tuple(src.shape) == tuple(t[0].shape)
-                                   and src.contig)
-            return
-        if name == "strided_slice":
-            x, o = n.inputs[0], n.outputs[0]
-            var = self.names.value("t", o)
-            key = dict(n.attrs)["key"]
-            if t[0].rank == 0:  # all integers: Numba would give a scalar, not an array
-                self.entry.append(f"{var} = np.empty((), {np_type(t[0].dtype)})")
-                self.entry.append(f"{var}[()] = {self.val[x].var}[{_fmt_key(key)}]")
-                self.val[o] = _Operand(var, (), True)
-                return
-            self.entry.append(f"{var} = {self.val[x].var}[{_fmt_key(key)}]")
-            self.val[o] = _Operand(var, t[0].shape, False)
-            return
-        if name == "fill":
-            o = n.outputs[0]
-            a = dict(n.attrs)
-            d = self.dest(o)
-            self.entry.append(f"{d}[...] = {literal(a['value'], t[0].dtype)}  # fill")
-            return
-        if name == "fused":
-            self.fused(n)
-            return
-        kind = n.op.kind
-        if kind == "elementwise" and len(n.outputs) == 1:
-            self.fused(_wrap(n, "loop", self.types, space=t[0].shape))
-            return
-        if kind == "reduction" and n.op.monoid:
-            a = dict(n.attrs)
-            space = self.types[n.inputs[0]].shape
-            self.fused(_wrap(n, "reduction", self.types, space=space, axes=tuple(a["axis"]),
-                             keepdims=bool(a["keepdims"]), rspace=t[0].shape))
-            return
-        if kind == "contraction":
-            if name not in _GEMM_OPS:
-                raise Unsupported(name, "a contraction this backend has no GEMM rule for")
-            self.fused(_wrap(n, "contraction", self.types, space=t[0].shape))
-            return
-        special = getattr(self, "op_" + name, None)
-        if special is None:
-            raise Unsupported(name, "the cpu backend has no code generator for it")
-        with self.kernel_scope():
-            special(n)
+        self.entry.append(f"{var} = {self.val[x].var}[{_fmt_key(key)}]")
+        self.val[o] = _Operand(var, t[0].shape, False)
+
+    def op_fill(self, n: Node):
+        o, t = n.outputs[0], n.types
+        a = dict(n.attrs)
+        d = self.dest(o)
+        self.entry.append(f"{d}[...] = {literal(a['value'], t[0].dtype)}  # fill")
+
+    def elementwise(self, n: Node):
+        if len(n.outputs) != 1:
+            raise Unsupported(n.op.name, "an elementwise op with several outputs")
+        self.fused(_wrap(n, "loop", self.types, space=n.types[0].shape))
+
+    def reduction(self, n: Node):
+        a = dict(n.attrs)
+        space = self.types[n.inputs[0]].shape
+        self.fused(_wrap(n, "reduction", self.types, space=space, axes=tuple(a["axis"]),
+                         keepdims=bool(a["keepdims"]), rspace=n.types[0].shape))
+
+    def op_matmul(self, n: Node):
+        self.fused(_wrap(n, "matmul", self.types, space=n.types[0].shape))
 
     # -- kernels ---------------------------------------------------------------
     def kernel(self, desc: str, args: list, body: list, parallel: bool, fastmath: str | None,
@@ -536,9 +611,9 @@ class _Gen:
         args = []  # (param, entry expression)
         env_in = {}  # body input / const leaf id -> (param, shape)
         mm_inputs = set()
-        if kind == "contraction":
+        if kind == "matmul":
             for b in body.nodes:
-                if b.op.kind == "contraction":
+                if b.op.kind == "matmul":
                     mm_inputs.update(b.inputs)
         for j, (bv, v) in enumerate(zip(body.inputs, n.inputs)):
             if bv in mm_inputs and v in self.base:
@@ -553,9 +628,9 @@ class _Gen:
         for b in body.nodes:
             # float constants are arguments, not literals: a value that depends on a
             # size (the 1/N of a mean's gradient) must not change the source
-            if b.op.name == "const" and (b.types[0].size != 1 or b.types[0].is_float):
+            if b.op.literal == "array" and (b.types[0].size != 1 or b.types[0].is_float):
                 arr = dict(b.attrs)["value"].array
-            elif (b.op.name == "fill" and b.types[0].is_float
+            elif (b.op.literal == "uniform" and b.types[0].is_float
                   and b.outputs[0] not in mm_inputs):
                 arr = np.asarray(dict(b.attrs)["value"], dtype=b.types[0].dtype)
             else:
@@ -571,14 +646,15 @@ class _Gen:
             p = f"r{j}"
             args.append((p, d))
             outs.append((body.outputs[j], p, btypes[body.outputs[j]].shape))
-        ops = [b.op.name for b in body.nodes if b.op.name not in ("const", "fill")]
+        ops = [b.op.name for b in body.nodes if b.op.literal is None]
         flat = self._flatten(kind, space, args, env_in, outs)
         if flat is not None:
             args, env_in, outs, space, saved_dim = flat
         desc = (f"{kind} over {_tstr(space, n.types[0].dtype)}"
                 + (f" reducing axes {list(a['axes'])}" if kind == "reduction" else "")
                 + ": " + ", ".join(ops))
-        heavy = sum(1 for b in body.nodes if b.op.name in _HEAVY)
+        # transcendental helpers cost several arithmetic ops each
+        heavy = sum(1 for b in body.nodes if b.op.cost == "transcendental")
         work = _prod(space) * (1 + 4 * heavy)
 
         def write():
@@ -586,7 +662,7 @@ class _Gen:
                 return self.loop_body(body, phases, env_in, outs, space, work)
             if kind == "reduction":
                 return self.reduction_body(body, phases, env_in, outs, a, work)
-            return self.contraction_body(body, phases, env_in, outs, space, work)
+            return self.matmul_body(body, phases, env_in, outs, space, work)
 
         with self.kernel_scope():
             lines, par = write()
@@ -813,12 +889,13 @@ class _Gen:
             lines += ehead + [eind + ln for ln in tail]
         return lines, par
 
-    def contraction_body(self, body, phases, env_in, outs, space, work):
-        mm = body.nodes[[b.op.kind for b in body.nodes].index("contraction")]
-        if mm.op.name not in _GEMM_OPS or mm.attrs:
-            # np.dot computes exactly matmul: any other contraction (or one with
+    def matmul_body(self, body, phases, env_in, outs, space, work):
+        mm = body.nodes[[b.op.kind for b in body.nodes].index("matmul")]
+        if lowering(mm.op) != "op_matmul" or mm.attrs:
+            # np.dot computes exactly matmul: any other op of kind matmul (or one with
             # attributes) would silently compute the wrong product
-            raise Unsupported(mm.op.name, "a contraction this backend has no GEMM rule for")
+            raise Unsupported(mm.op.name, mm.op.interpret_only
+                              or "an op of kind matmul this backend has no GEMM rule for")
         lead = [b for b in body.nodes if phases[b.outputs[0]] == "leaf"]
         epi = [b for b in body.nodes if phases[b.outputs[0]] == "epi"]
         lines = []
@@ -829,7 +906,7 @@ class _Gen:
                 operands.append(env_in[i])
                 continue
             leaf = prod_of.get(i)
-            if leaf is None or leaf.op.name not in ("fill", "const"):
+            if leaf is None or leaf.op.literal is None:
                 raise Unsupported("matmul", "an operand computed inside its kernel")
             # a uniform operand (a fill, a one-element constant): materialise it
             t = leaf.types[0]
@@ -1215,7 +1292,7 @@ class Program:
         self.threads = None  # chosen thread count for the parallel loops
         self.choice = None  # chosen (loop threads, BLAS threads or None), see _run_tuned
         # a program that calls BLAS measures whether its matmuls are faster on one thread
-        self.tunes_blas = (any(d.startswith("contraction") for _, d in kinfo)
+        self.tunes_blas = (any(d.startswith("matmul") for _, d in kinfo)
                            and blas.cpu_count() > 1 and not blas.kernel_threads_fixed())
         self.trials: list = []
         self.calls = 0

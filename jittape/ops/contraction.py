@@ -38,7 +38,7 @@ def _matmul_vjp(g, out, a, b):
 
 
 matmul_op = defop(
-    "matmul", inputs=2, kind="contraction", forward=np.matmul, infer=_matmul_infer,
+    "matmul", inputs=2, kind="matmul", forward=np.matmul, infer=_matmul_infer,
     vjp=_matmul_vjp,
 )
 

@@ -31,6 +31,7 @@ def _check_vjp(g, out, x, message, auto=False):
 
 check_numerics_op = defop(
     "check_numerics", inputs=1, kind="other", forward=_check_fwd, infer=_check_infer,
+    view="checked",  # its output is its input (the compiled backends hand it on)
     pure=True,  # raises, but computes nothing else
     vjp=_check_vjp,
 )

@@ -33,15 +33,17 @@ def _errstate(f):
 # Arithmetic
 
 add_op = defop(
-    "add", inputs=2, kind="elementwise", forward=_errstate(np.add), infer=SAME,
+    "add", inputs=2, kind="elementwise", cost="cheap", forward=_errstate(np.add), infer=SAME,
     vjp=lambda g, out, x, y: (g, g), scalar="({0} + {1})", commutative=True,
 )
 subtract_op = defop(
     "subtract", inputs=2, kind="elementwise", forward=_errstate(np.subtract), infer=SAME,
+    cost="cheap",
     vjp=lambda g, out, x, y: (g, negative(g)), scalar="({0} - {1})",
 )
 multiply_op = defop(
     "multiply", inputs=2, kind="elementwise", forward=_errstate(np.multiply), infer=SAME,
+    cost="cheap",
     vjp=lambda g, out, x, y: (multiply(g, y), multiply(g, x)), scalar="({0} * {1})",
     commutative=True,
 )
@@ -101,23 +103,23 @@ def _pow_fwd(x, y):
 
 
 pow_op = defop(
-    "pow", inputs=2, kind="elementwise", forward=_pow_fwd, infer=SAME,
+    "pow", inputs=2, kind="elementwise", cost="transcendental", forward=_pow_fwd, infer=SAME,
     vjp=_pow_vjp, scalar="({0} ** {1})", domain=("positive_first",),
 )
 negative_op = defop(
-    "negative", inputs=1, kind="elementwise", forward=np.negative, infer=SAME,
+    "negative", inputs=1, kind="elementwise", cost="cheap", forward=np.negative, infer=SAME,
     vjp=lambda g, out, x: (negative(g),), scalar="(-{0})",
 )
 abs_op = defop(
-    "abs", inputs=1, kind="elementwise", forward=np.abs, infer=SAME,
+    "abs", inputs=1, kind="elementwise", cost="cheap", forward=np.abs, infer=SAME,
     vjp=lambda g, out, x: (multiply(g, sign(x)),), scalar="abs({0})", domain=("away_from_zero",),
 )
 sign_op = defop(
-    "sign", inputs=1, kind="elementwise", forward=np.sign, infer=SAME,
+    "sign", inputs=1, kind="elementwise", cost="cheap", forward=np.sign, infer=SAME,
     vjp=lambda g, out, x: (None,), scalar="_vm.jt_sign({0})",  # derivative 0 almost everywhere
 )
 square_op = defop(
-    "square", inputs=1, kind="elementwise", forward=np.square, infer=SAME,
+    "square", inputs=1, kind="elementwise", cost="cheap", forward=np.square, infer=SAME,
     vjp=lambda g, out, x: (multiply(g, multiply(x, 2)),), scalar="({0} * {0})",
 )
 reciprocal_op = defop(
@@ -127,32 +129,36 @@ reciprocal_op = defop(
 )
 sqrt_op = defop(
     "sqrt", inputs=1, kind="elementwise", forward=_errstate(np.sqrt), infer=FLOAT,
+    cost="transcendental",
     vjp=lambda g, out, x: (divide(multiply(g, 0.5), out),), scalar="np.sqrt({0})",
     domain=("positive",),
 )
 exp_op = defop(
     "exp", inputs=1, kind="elementwise", forward=_errstate(np.exp), infer=FLOAT,
+    cost="transcendental",
     vjp=lambda g, out, x: (multiply(g, out),), scalar="_vm.jt_exp({0})",
 )
 log_op = defop(
     "log", inputs=1, kind="elementwise", forward=_errstate(np.log), infer=FLOAT,
+    cost="transcendental",
     vjp=lambda g, out, x: (divide(g, x),), scalar="_vm.jt_log({0})", domain=("positive",),
 )
 log1p_op = defop(
     "log1p", inputs=1, kind="elementwise", forward=_errstate(np.log1p), infer=FLOAT,
+    cost="transcendental",
     vjp=lambda g, out, x: (divide(g, add(x, 1)),), scalar="_vm.jt_log1p({0})",
     domain=("positive",),
 )
 sin_op = defop(
-    "sin", inputs=1, kind="elementwise", forward=np.sin, infer=FLOAT,
+    "sin", inputs=1, kind="elementwise", cost="transcendental", forward=np.sin, infer=FLOAT,
     vjp=lambda g, out, x: (multiply(g, cos(x)),), scalar="np.sin({0})",
 )
 cos_op = defop(
-    "cos", inputs=1, kind="elementwise", forward=np.cos, infer=FLOAT,
+    "cos", inputs=1, kind="elementwise", cost="transcendental", forward=np.cos, infer=FLOAT,
     vjp=lambda g, out, x: (negative(multiply(g, sin(x))),), scalar="np.cos({0})",
 )
 tanh_op = defop(
-    "tanh", inputs=1, kind="elementwise", forward=np.tanh, infer=FLOAT,
+    "tanh", inputs=1, kind="elementwise", cost="transcendental", forward=np.tanh, infer=FLOAT,
     vjp=lambda g, out, x: (multiply(g, subtract(1, square(out))),), scalar="_vm.jt_tanh({0})",
 )
 
@@ -171,12 +177,14 @@ def _sigmoid_fwd(x):
 # a primitive, not exp/add/reciprocal: stable for large |x| and one fused scalar
 sigmoid_op = defop(
     "sigmoid", inputs=1, kind="elementwise", forward=_sigmoid_fwd, infer=FLOAT,
+    cost="transcendental",
     vjp=lambda g, out, x: (multiply(g, multiply(out, subtract(1, out))),),
     scalar="_vm.jt_sigmoid({0})",
 )
 # a primitive so that relu'(0) = 0 (maximum(x, 0) would give the tie to x)
 relu_op = defop(
     "relu", inputs=1, kind="elementwise", forward=lambda x: np.maximum(x, 0).astype(x.dtype),
+    cost="cheap",
     infer=SAME, vjp=lambda g, out, x: (where(greater(x, 0), g, zeros_like(g)),),
     scalar="_vm.jt_relu({0})", domain=("away_from_zero",),
 )
@@ -196,10 +204,12 @@ def _min_vjp(g, out, x, y):
 
 maximum_op = defop(
     "maximum", inputs=2, kind="elementwise", forward=np.maximum, infer=SAME, vjp=_max_vjp,
+    cost="cheap",
     scalar="_vm.jt_maximum({0}, {1})", domain=("no_ties",),
 )
 minimum_op = defop(
     "minimum", inputs=2, kind="elementwise", forward=np.minimum, infer=SAME, vjp=_min_vjp,
+    cost="cheap",
     scalar="_vm.jt_minimum({0}, {1})", domain=("no_ties",),
 )
 
@@ -243,7 +253,7 @@ floor_op = defop(
 def _cmp(name, fn, sym):
     return defop(
         name, inputs=2, kind="elementwise", forward=fn, infer=BOOL_OUT, vjp=NO_GRADIENT,
-        scalar="({0} %s {1})" % sym, commutative=sym in ("==", "!="),
+        scalar="({0} %s {1})" % sym, commutative=sym in ("==", "!="), cost="cheap",
     )
 
 
@@ -264,14 +274,17 @@ def _bool_infer(types, **attrs):
 
 logical_and_op = defop(
     "logical_and", inputs=2, kind="elementwise", forward=np.logical_and, infer=_bool_infer,
+    cost="cheap",
     vjp=NO_GRADIENT, scalar="({0} & {1})", commutative=True,
 )
 logical_or_op = defop(
     "logical_or", inputs=2, kind="elementwise", forward=np.logical_or, infer=_bool_infer,
+    cost="cheap",
     vjp=NO_GRADIENT, scalar="({0} | {1})", commutative=True,
 )
 logical_not_op = defop(
     "logical_not", inputs=1, kind="elementwise", forward=np.logical_not, infer=_bool_infer,
+    cost="cheap",
     vjp=NO_GRADIENT, scalar="(not {0})",
 )
 is_finite_op = defop(
@@ -318,6 +331,7 @@ def _where_fwd(c, x, y):
 
 where_op = defop(
     "where", inputs=3, kind="elementwise", forward=_where_fwd, infer=_where_infer, vjp=_where_vjp,
+    cost="cheap",
     scalar="({1} if {0} else {2})",
 )
 
@@ -328,15 +342,16 @@ where_op = defop(
 
 identity_op = defop(
     "identity", inputs=1, kind="elementwise", forward=lambda x: x, infer=SAME,
+    cost="cheap", view="alias",
     vjp=lambda g, out, x: (g,), scalar="{0}",
 )
 # a variable read: its input is the variable's id, its output this read's snapshot
 read_op = defop(
-    "read", inputs=1, kind="other", forward=lambda x: x, infer=SAME,
+    "read", inputs=1, kind="other", view="alias", forward=lambda x: x, infer=SAME,
     vjp=lambda g, out, x: (g,), doc="a variable read (snapshot)",
 )
 stop_gradient_op = defop(
-    "stop_gradient", inputs=1, kind="elementwise", forward=lambda x: x, infer=SAME,
+    "stop_gradient", inputs=1, kind="elementwise", view="alias", forward=lambda x: x, infer=SAME,
     vjp=lambda g, out, x: (None,), scalar="{0}", cut=True,  # tapes do not record past it
 )
 
@@ -360,6 +375,7 @@ def _cast_vjp(g, out, x, dtype):
 
 cast_op = defop(
     "cast", inputs=1, kind="elementwise", forward=_cast_fwd, infer=_cast_infer, vjp=_cast_vjp,
+    cost="cheap",
     scalar="{dt}({0})",
 )
 
@@ -369,7 +385,7 @@ def _fill_infer(types, shape, value, dtype):
 
 
 fill_op = defop(
-    "fill", inputs=0, kind="elementwise",
+    "fill", inputs=0, kind="elementwise", cost="cheap", literal="uniform",
     forward=lambda shape, value, dtype: np.full(shape, value, dtype=dtype),
     infer=_fill_infer, vjp=lambda g, out: (), scalar="{value}",
 )
@@ -381,6 +397,7 @@ def _const_infer(types, value):
 
 const_op = defop(
     "const", inputs=0, kind="other", forward=lambda value: value.array, infer=_const_infer,
+    literal="array",
     vjp=lambda g, out: (),
 )
 

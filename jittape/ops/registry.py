@@ -13,6 +13,9 @@ from ..ir import OP_TABLE, OpDef, Type
 from ..tensor import apply
 
 REGISTRY: dict[str, OpDef] = OP_TABLE  # the IR's table: passes look ops up by name
+# ``check(op)`` of each compiling backend imported so far (``backends.lowering``): an op
+# declared after a backend's import is checked against its lowering table at once
+LOWERING_CHECKS: list = []
 
 
 def defop(
@@ -33,6 +36,11 @@ def defop(
     monoid=None,
     cut=False,
     from_types=None,
+    view=None,
+    cost="normal",
+    literal=None,
+    inplace=None,
+    interpret_only=None,
     **unknown,
 ) -> OpDef:
     """Declare an op. ``vjp`` is required: a rule, or ``NO_GRADIENT`` by choice.
@@ -76,7 +84,14 @@ def defop(
         monoid=monoid,
         cut=bool(cut),
         from_types=from_types,
+        view=view,
+        cost=cost,
+        literal=literal,
+        inplace=inplace,
+        interpret_only=interpret_only,
     )
+    for check in LOWERING_CHECKS:  # every loaded backend has a rule for it, or says why not
+        check(op)
     REGISTRY[name] = op
     return op
 

@@ -52,7 +52,7 @@ def _reshape_infer(types, shape):
 
 
 reshape_op = defop(
-    "reshape", inputs=1, kind="shape",
+    "reshape", inputs=1, kind="shape", view="layout",
     forward=lambda x, shape: np.reshape(x, _resolve_shape(shape, x.size)),
     infer=_reshape_infer,
     vjp=lambda g, out, x, shape: (reshape(g, x._type.shape),),
@@ -81,7 +81,7 @@ def _transpose_infer(types, perm):
 
 
 transpose_op = defop(
-    "transpose", inputs=1, kind="shape",
+    "transpose", inputs=1, kind="shape", view="layout",
     forward=lambda x, perm: np.transpose(x, perm),
     infer=_transpose_infer,
     vjp=lambda g, out, x, perm: (transpose(g, tuple(int(i) for i in np.argsort(perm))),),
@@ -125,7 +125,7 @@ def _broadcast_infer(types, shape):
 
 
 broadcast_to_op = defop(
-    "broadcast_to", inputs=1, kind="shape",
+    "broadcast_to", inputs=1, kind="shape", cost="cheap", view="broadcast",
     forward=lambda x, shape: np.broadcast_to(x, shape),
     infer=_broadcast_infer,
     vjp=lambda g, out, x, shape: (g,),  # autodiff sums g back to x's shape
@@ -329,7 +329,7 @@ def _fmt_key(key):
 
 
 strided_slice_op = defop(
-    "strided_slice", inputs=1, kind="shape",
+    "strided_slice", inputs=1, kind="shape", view="slice",
     forward=lambda x, key: x[_decode(key)],
     infer=_slice_infer,
     vjp=lambda g, out, x, key: (strided_slice_grad(g, x._type.shape, key),),
