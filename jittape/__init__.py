@@ -55,18 +55,10 @@ _keep_freed_memory()
 
 
 def _load_default_backend():
-    """``cpu`` is the default backend: load Numba, the vector math and scipy's BLAS at
-    import (as TensorFlow and JAX load their compilers), so that a first step pays for
-    compiling only, and numpy's BLAS has its one thread from the start (see
-    ``backends/blas.py``). ``JITTAPE_BACKEND=interpret`` skips it."""
+    """Load the default backend's compiler at import (``backends.preload``)."""
     from . import backends as _backends
 
-    if _backends.get_backend() != "cpu":
-        return
-    try:
-        from .backends import cpu as _cpu, vmath as _vmath  # noqa: F401
-    except ImportError:  # the cpu backend reports it when it is first used
-        pass
+    _backends.preload()
 
 
 _load_default_backend()

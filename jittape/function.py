@@ -708,12 +708,11 @@ class ConcreteFunction:
         spec.feed_plan = plan
         t2 = time.perf_counter()
         spec.times["passes"] = t2 - t1
-        if self.backend == "cpu" and spec.graph.outputs:
-            from .backends import cpu
-
+        backend = backends.get(self.backend)
+        if backend.compiles and spec.graph.outputs:
             try:
-                spec.program = cpu.program(spec.graph)
-            except Exception:  # noqa: BLE001 - cpu.run_arrays falls back and warns
+                spec.program = backend.executable(spec.graph)
+            except Exception:  # noqa: BLE001 - run_arrays falls back and warns
                 spec.program = None
             spec.times["codegen"] = time.perf_counter() - t2
         self.times.update(passes=spec.times["passes"], codegen=spec.times["codegen"])
@@ -784,19 +783,17 @@ class ConcreteFunction:
         prog = spec.program
         if prog is not None and prog.ready and prog.fallback is None:
             outs = prog(arrays, trusted=True)
-        elif self.backend == "cpu":
-            from .backends import cpu
-
-            raw, arrays = arrays, [cpu._frozen(a) for a in arrays]
+        elif backends.get(self.backend).compiles:
+            raw, arrays = arrays, [backends.frozen(a) for a in arrays]
             if prog is not None and not prog.ready and prog.fallback is None \
-                    and cpu.background_compile():
+                    and backends.background_compile():
                 # compile in the background; until it is done, the interpreter runs the
                 # same graph (the first call returns at once, not after the compile)
                 self._start_compile(spec, arrays)
                 outs = self._interpret(spec, arrays, raw)
                 self._compiled(spec)
             else:
-                outs = cpu.run_arrays(spec.graph, arrays)
+                outs = backends.get(self.backend).run_arrays(spec.graph, arrays)
                 self._compiled(spec)
         else:
             outs = backends.run(spec.graph, dict(zip(spec.graph.inputs, arrays)), self.backend)
@@ -825,16 +822,11 @@ class ConcreteFunction:
              f"[{self.cause}] -> {prog.path}")
 
     def _start_compile(self, spec, arrays):
-        from .backends import cpu
-
-        cpu._compile_in_background(spec.program, arrays)
+        spec.program.compile_in_background(arrays)
         spec.thread = spec.program.compile_thread
 
     def _interpret(self, spec, arrays, raw):
-        from .backends import interpret
-
-        plain = spec.program.plain_graph()
-        outs = interpret.run(plain, dict(zip(plain.inputs, arrays)))
+        outs = spec.program.interpret(arrays)
         return [self._owned(np.asarray(a), raw) for a in outs]
 
     def _all_specs(self) -> list:

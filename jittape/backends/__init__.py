@@ -19,11 +19,49 @@ if _current[0] not in _NAMES:
     _current[0] = "cpu"
 
 
+class _Interpret:
+    """The reference backend behind the same interface: nothing to compile."""
+
+    name = "interpret"
+    compiles = False
+
+    def pipeline(self) -> tuple:
+        import passes
+
+        return passes.cleanup_pipeline()
+
+    def executable(self, graph):
+        return None
+
+    def run(self, graph, feeds: dict) -> list:
+        return interpret.run(graph, feeds)
+
+    def run_arrays(self, graph, arrays, feeds=None) -> list:
+        return interpret.run(graph, feeds if feeds is not None
+                             else dict(zip(graph.inputs, arrays)))
+
+
+_INTERPRET = _Interpret()
+
+
+def get(name: str | None = None):
+    """The backend called ``name`` (default: the current one): a ``runtime.Backend``
+    (``pipeline()``, ``executable(graph)``, ``run(graph, feeds)``, ``run_arrays``)."""
+    name = name or _current[0]
+    if name == "interpret":
+        return _INTERPRET
+    if name == "cpu":
+        from . import cpu  # imports numba: only when first needed
+
+        return cpu.BACKEND
+    raise ValueError(f"unknown backend {name!r}; choose one of {list(_NAMES)}")
+
+
 def _module(name: str):
     if name == "interpret":
         return interpret
     if name == "cpu":
-        from . import cpu  # imports numba: only when first needed
+        from . import cpu
 
         return cpu
     raise ValueError(f"unknown backend {name!r}; choose one of {list(_NAMES)}")
@@ -49,14 +87,22 @@ def get_backend() -> str:
     return _current[0]
 
 
+def preload() -> None:
+    """``cpu`` is the default backend: load Numba, the vector math and scipy's BLAS at
+    import (as TensorFlow and JAX load their compilers), so that a first step pays for
+    compiling only, and numpy's BLAS has its one thread from the start (see
+    ``blas.py``). ``JITTAPE_BACKEND=interpret`` skips it."""
+    if _current[0] != "cpu":
+        return
+    try:
+        from . import cpu, vmath  # noqa: F401
+    except ImportError:  # the cpu backend reports it when it is first used
+        pass
+
+
 def pipeline(backend: str | None = None) -> tuple:
     """The passes a graph goes through before ``backend`` runs it."""
-    name = backend or _current[0]
-    if name == "interpret":
-        import passes
-
-        return passes.cleanup_pipeline()
-    return _module(name).pipeline()
+    return get(backend).pipeline()
 
 
 def optimize(graph, pipeline) -> tuple:
@@ -82,3 +128,17 @@ def optimize(graph, pipeline) -> tuple:
 def run(graph, feeds: dict, backend: str | None = None) -> list:
     """Run ``graph`` with ``feeds`` (input id -> ndarray); returns the output arrays."""
     return _module(backend or _current[0]).run(graph, feeds)
+
+
+def frozen(a):
+    """``a`` as a compiled program takes it: C-contiguous and read-only."""
+    from .runtime import frozen as _frozen
+
+    return _frozen(a)
+
+
+def background_compile() -> bool:
+    """Whether compiling backends compile new programs in a background thread."""
+    from .runtime import background_compile as _bc
+
+    return _bc()

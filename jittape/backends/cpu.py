@@ -34,16 +34,13 @@ import sys
 import threading
 import time
 import warnings
-from collections import OrderedDict
 
 import numpy as np
 
 from .. import cache as _cache
-from .. import config as _config
-from .. import profiler as _profiler
-from ..errors import InvalidArgumentError
 from ..ir import Graph, Node, decode_index, freeze_attrs
-from . import blas, interpret
+from . import blas
+from . import runtime as _runtime
 from .emit import (
     GENERATOR_VERSION, REDUCE_INIT, Unsupported, emit_values, literal, np_type, reduce_step,
 )
@@ -61,14 +58,7 @@ def _fastmath():
     return '{"reassoc", "contract"}'
 
 
-class CompileWarning(UserWarning):
-    """A graph could not be compiled and runs on the interpret backend instead."""
-
-
 blas.limit_threads()
-
-stats = {"graphs": 0, "compiled": 0, "disk_hits": 0, "memory_hits": 0, "fallbacks": 0,
-         "compile_seconds": 0.0}
 
 
 # ---------------------------------------------------------------------------
@@ -1205,12 +1195,7 @@ def generate(graph: Graph) -> tuple[str, list, list]:
     return gen.build(), gen.consts, gen.kinfo
 
 
-# Output arrays at least this large are kept for reuse (below it numpy's own cache of
-# small blocks is as fast); 0 turns reuse off.
-REUSE_MIN_BYTES = int(os.environ.get("JITTAPE_REUSE_OUTPUTS_MIN", 1 << 16))
-
-
-# Threads for kernels with parallel loops: chosen by measuring (see Program._threads).
+# Threads for kernels with parallel loops: chosen by measuring (see Program._run_tuned).
 def _threads_env():
     v = os.environ.get("JITTAPE_NUM_THREADS", "").strip()
     try:
@@ -1229,66 +1214,28 @@ _TUNE_CALLS = 8
 PARALLEL_AFTER = int(os.environ.get("JITTAPE_PARALLEL_AFTER", 20))
 
 
-def background_compile() -> bool:
-    """Whether a new program compiles in a background thread while the calls meanwhile
-    run its graph on the interpreter (``JITTAPE_BACKGROUND_COMPILE``, default on; ``0``
-    compiles on the first call, which then waits for it)."""
-    return os.environ.get("JITTAPE_BACKGROUND_COMPILE", "1") not in ("0", "", "false")
+def _quiet_numba():
+    """A context in which Numba's performance hints are not shown."""
+    import numba.core.errors as ne
+
+    ctx = warnings.catch_warnings()
+    ctx.__enter__()
+    warnings.simplefilter("ignore", ne.NumbaPerformanceWarning)
+    warnings.simplefilter("ignore", ne.NumbaWarning)
+    return ctx
 
 
-def _frozen(a: np.ndarray) -> np.ndarray:
-    """``a`` C-contiguous and read-only (a read-only view of a caller's writeable array):
-    Numba types read-only and writeable arrays apart, and one type per input means one
-    compile, whichever kind of array a call passes."""
-    if not a.flags.c_contiguous:
-        a = np.ascontiguousarray(a)
-    if a.flags.writeable:
-        a = a.view()
-        a.flags.writeable = False
-    return a
+class Program(_runtime.Executable):
+    """A generated module's ``entry`` (and ``entry_par``, its loops on threads), called
+    the way that measured fastest."""
 
-
-def _unheld(pool: list, k: int) -> bool:
-    """Nobody but the pool holds ``pool[k]``: the only references are the pool's list
-    and getrefcount's own argument."""
-    return sys.getrefcount(pool[k]) <= 2
-
-
-class Program:
-    """One compiled graph: call it with the input arrays, get the output arrays.
-
-    Buffers of the buffer plan (intermediate values) persist across calls. Output
-    arrays belong to the caller; a large output array of an earlier call that nobody
-    holds any more (the training loop dropped last step's gradients) is written again
-    instead of allocating a fresh one: a fresh 32 MB array costs page faults on first
-    touch (the chain backward at 8M: 3 ms of its 7) and, with numpy's huge-page advice,
-    sometimes a stall of 100+ ms in the kernel's memory compaction. At most two
-    generations are kept per output (``JITTAPE_REUSE_OUTPUTS_MIN=0`` turns it off).
-    """
-
-    def __init__(self, graph: Graph, source: str, path: str, name: str, entry, consts, kinfo):
-        self.graph = graph
-        self.source = source
-        self.path = path
-        self.name = name
-        self.entry = entry
-        self.consts = consts
-        self.kernels = kinfo
-        self.in_types = graph.input_types
-        self.out_types = [graph.types()[o] for o in graph.outputs]
-        plan = graph.buffers
-        self.slot_specs = list(plan.slots) if plan is not None else []
-        self.slots = None
-        self.lock = threading.Lock()
-        self.warm_lock = threading.Lock()  # held by the call that compiles it
-        self.key = None  # the structural key it is cached under
-        self.pool: list = [[] for _ in self.out_types]
-        self.entry_par = None  # the variant with parallel loops, when there is one
+    def __init__(self, backend, graph, source, path, name, mod, consts, kinfo):
+        super().__init__(backend, graph, source, path, name, consts, kinfo)
+        self.entry = mod.entry
+        self.entry_par = getattr(mod, "entry_par", None)  # loops on threads, when any
         self.par_ready = False
         self.par_compile_seconds = 0.0
         self.par_thread = None  # compiling entry_par in the background
-        self.compile_thread = None  # compiling entry in the background
-        self._plain = None
         self.threads = None  # chosen thread count for the parallel loops
         self.choice = None  # chosen (loop threads, BLAS threads or None), see _run_tuned
         # a program that calls BLAS measures whether its matmuls are faster on one thread
@@ -1296,44 +1243,46 @@ class Program:
                            and blas.cpu_count() > 1 and not blas.kernel_threads_fixed())
         self.trials: list = []
         self.calls = 0
-        self.ready = False
-        self.compile_seconds = 0.0
-        self.loaded_from_disk = False
-        self.origin = None  # "compiled", "disk" or "memory" once it has run
-        self.fallback = None  # the reason, once the program runs on interpret
 
-    def _args(self, arrays):
-        args = []
-        for a, t in zip(arrays, self.in_types):
-            a = np.asarray(a)
-            if a.dtype.name != t.dtype:
-                a = a.astype(t.dtype)
-            if not a.flags.c_contiguous:
-                a = np.ascontiguousarray(a)
-            if a.shape != t.shape:
-                raise ValueError(f"input of shape {a.shape} where the graph expects {t}")
-            args.append(_frozen(a))
-        return args
+    # -- the runtime's hooks ---------------------------------------------------------
+    def _invoke(self, args, slots, outs, mine):
+        if mine and (self.entry_par is not None or self.tunes_blas):
+            self._run_tuned(args, slots, outs)
+        else:
+            self.entry(*args, *self.consts, *slots, *outs)
 
-    def _outputs(self) -> list:
-        outs = []
-        for k, t in enumerate(self.out_types):
-            pool = self.pool[k]
-            arr = None
-            for j in range(len(pool)):
-                if _unheld(pool, j):
-                    arr = pool[j]
-                    break
-            if arr is None:
-                arr = np.empty(t.shape, t.dtype)
-                if REUSE_MIN_BYTES and arr.nbytes >= REUSE_MIN_BYTES:
-                    pool.append(arr)
-                    if len(pool) > 2:
-                        pool.pop(0)
-            else:
-                arr.setflags(write=True)  # a tensor froze it; nobody holds it now
-            outs.append(arr)
-        return outs
+    def _compile(self, rest):
+        import numba
+
+        ctx = _quiet_numba()
+        try:
+            self.entry.compile(tuple(numba.typeof(a) for a in rest))
+        finally:
+            ctx.__exit__(None, None, None)
+
+    def _state(self) -> tuple:
+        entries = [self.entry] + ([self.entry_par] if self.entry_par is not None else [])
+        return (sum(len(e.overloads) for e in entries),
+                sum(sum(e.stats.cache_hits.values()) for e in entries),
+                sum(sum(e.stats.cache_misses.values()) for e in entries))
+
+    def _reload(self):
+        sys.modules.pop(f"jittape._generated.{self.name}", None)
+        name, path, _ = _cache.write_module(self.source)
+        mod = _load(name, path)
+        self.entry, self.entry_par = mod.entry, getattr(mod, "entry_par", None)
+
+    def warm(self, arrays):
+        ctx = _quiet_numba()
+        try:
+            return super().warm(arrays)
+        finally:
+            ctx.__exit__(None, None, None)
+
+    def wait(self, timeout=None) -> bool:
+        if self.par_thread is not None:
+            self.par_thread.join(timeout)
+        return super().wait(timeout)
 
     def _run_tuned(self, args, slots, outs):
         """Run the program the way that measured fastest: its loops serial (``entry``) or
@@ -1389,7 +1338,7 @@ class Program:
             self.entry_par(*rest)
             dt = time.perf_counter() - t0
             self.par_compile_seconds = dt
-            stats["compile_seconds"] += dt
+            self.backend.stats["compile_seconds"] += dt
             self.par_ready = True
             return
         ways = self._ways(most)
@@ -1482,22 +1431,6 @@ class Program:
             profiler.record_program(self.name[:10], self.kernels, t0, t1, stamps)
         return outs
 
-    def plain_graph(self) -> Graph:
-        """The graph without its buffer plan, for the interpreter (which would copy
-        every planned value into its slot)."""
-        if self._plain is None:
-            import dataclasses
-
-            self._plain = dataclasses.replace(self.graph, buffers=None)
-        return self._plain
-
-    def wait(self, timeout=None) -> bool:
-        """Wait for this program's background compiles; True when it is ready."""
-        for t in (self.compile_thread, self.par_thread):
-            if t is not None:
-                t.join(timeout)
-        return self.ready
-
     def _compile_par(self, sig):
         import numba.core.errors as ne
 
@@ -1511,43 +1444,9 @@ class Program:
             return
         dt = time.perf_counter() - t0
         self.par_compile_seconds = dt
-        stats["compile_seconds"] += dt
+        self.backend.stats["compile_seconds"] += dt
         self.par_ready = True
 
-    def __call__(self, arrays, trusted: bool = False) -> list:
-        """Outputs for ``arrays``. ``trusted``: the caller guarantees each array's dtype
-        and shape (``jt.function`` keys its traces by them); only contiguity is checked."""
-        if trusted:
-            args = [_frozen(a) for a in arrays]
-        else:
-            args = self._args(arrays)
-        if _profiler.ACTIVE and self.ready:
-            return self._call_profiled(args)
-        mine = self.lock.acquire(blocking=False)
-        try:
-            if mine:
-                if self.slots is None:
-                    self.slots = [np.empty(n, d) for d, n in self.slot_specs]
-                slots = self.slots
-                outs = self._outputs()
-            else:  # another thread is inside: buffers of this call's own
-                slots = [np.empty(n, d) for d, n in self.slot_specs]
-                outs = [np.empty(t.shape, t.dtype) for t in self.out_types]
-            if mine and (self.entry_par is not None or self.tunes_blas):
-                self._run_tuned(args, slots, outs)
-            else:
-                self.entry(*args, *self.consts, *slots, *outs)
-            return outs
-        finally:
-            if mine:
-                self.lock.release()
-
-
-_LOCK = threading.RLock()
-_BY_GRAPH: "OrderedDict[int, tuple]" = OrderedDict()  # id(graph) -> (graph, program)
-_BY_KEY: "OrderedDict[str, Program]" = OrderedDict()  # structural key -> program
-# bounded by jt.config.set_cache_limits(programs=...) (JITTAPE_MAX_PROGRAMS, default 256)
-_warned: set = set()
 
 
 def _load(name: str, path: str):
@@ -1562,265 +1461,53 @@ def _load(name: str, path: str):
     return mod
 
 
-def _numba_errors():
-    import numba.core.errors as ne
+class CpuBackend(_runtime.Backend):
+    """Numba ``@njit`` kernels and one entry per graph, cached on disk."""
 
-    return (ne.NumbaError, NotImplementedError, TypeError, AttributeError, KeyError,
-            IndexError, EOFError, OSError, ValueError, ImportError, SyntaxError)
+    name = "cpu"
 
+    def pipeline(self) -> tuple:
+        """The passes this backend runs before compiling (fusion, buffers not in place:
+        an exactly aliased input and output make LLVM's vectorizer give up)."""
+        import passes
 
-def _compiled_state(prog: Program) -> tuple:
-    entries = [prog.entry] + ([prog.entry_par] if prog.entry_par is not None else [])
-    return (sum(len(e.overloads) for e in entries),
-            sum(sum(e.stats.cache_hits.values()) for e in entries),
-            sum(sum(e.stats.cache_misses.values()) for e in entries))
-
-
-def _note_origin(prog: Program, before: tuple) -> None:
-    after = _compiled_state(prog)
-    if after[0] == before[0]:
-        prog.origin = "memory"  # the same module, already compiled for these types
-        stats["memory_hits"] += 1
-    elif after[2] == before[2] and after[1] > before[1]:
-        prog.origin = "disk"
-        stats["disk_hits"] += 1
-    else:
-        prog.origin = "compiled"
-        stats["compiled"] += 1
-    prog.loaded_from_disk = prog.origin == "disk"
-    stats["compile_seconds"] += prog.compile_seconds
-
-
-def _compile_only(prog: Program, arrays) -> None:
-    import numba
-    import numba.core.errors as ne
-
-    before = _compiled_state(prog)
-    t0 = time.perf_counter()
-    args = prog._args(arrays)
-    slots = [np.empty(n, d) for d, n in prog.slot_specs]
-    outs = [np.empty(t.shape, t.dtype) for t in prog.out_types]
-    rest = (*args, *prog.consts, *slots, *outs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ne.NumbaPerformanceWarning)
-        warnings.simplefilter("ignore", ne.NumbaWarning)
-        prog.entry.compile(tuple(numba.typeof(a) for a in rest))
-    prog.compile_seconds = time.perf_counter() - t0
-    _note_origin(prog, before)
-    prog.ready = True
-
-
-def compile_program(prog: Program, arrays) -> None:
-    """Compile (or load from the disk cache) ``prog``'s entry for the types of
-    ``arrays``, without running it. A failure makes the program run on ``interpret``,
-    with one warning. Safe to call from another thread (``jt.function`` compiles in the
-    background while the first calls run on the interpreter)."""
-    with _module_lock(prog.name):  # programs of one source compile it once, in turn
-        _compile_program(prog, arrays)
-
-
-_MODULE_LOCKS: dict = {}
-
-
-def _module_lock(name: str) -> threading.Lock:
-    with _LOCK:
-        lock = _MODULE_LOCKS.get(name)
-        if lock is None:
-            if len(_MODULE_LOCKS) > 4096:
-                _MODULE_LOCKS.clear()
-            lock = _MODULE_LOCKS[name] = threading.Lock()
-        return lock
-
-
-def _compile_program(prog: Program, arrays) -> None:
-    try:
-        try:
-            _compile_only(prog, arrays)
-        except _numba_errors():
-            # a damaged on-disk entry: drop it and compile afresh
-            with _LOCK:
-                _cache.purge(prog.name)
-                sys.modules.pop(f"jittape._generated.{prog.name}", None)
-                name, path, _ = _cache.write_module(prog.source)
-                mod = _load(name, path)
-                prog.entry, prog.entry_par = mod.entry, getattr(mod, "entry_par", None)
-            _compile_only(prog, arrays)
-    except Exception as e:  # noqa: BLE001 - never a wrong answer: interpret instead
-        _fallback(prog.graph, prog, e)
-
-
-def _compile_in_background(prog: Program, arrays) -> None:
-    with prog.lock:
-        if prog.compile_thread is not None:
-            return
-        # not a daemon: an exiting interpreter waits for it (LLVM must not be cut off)
-        prog.compile_thread = threading.Thread(
-            target=compile_program, args=(prog, list(arrays)),
-            name=f"jittape-compile-{prog.name}")
-        prog.compile_thread.start()
-
-
-def _warm(prog: Program, arrays) -> list:
-    """First call: Numba compiles the module, loads it from its disk cache, or finds it
-    compiled already in this process (another graph generated the same source: a new
-    batch size, say)."""
-    import numba.core.errors as ne
-
-    before = _compiled_state(prog)
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ne.NumbaPerformanceWarning)
-        warnings.simplefilter("ignore", ne.NumbaWarning)
-        res = prog(arrays)
-    prog.compile_seconds = time.perf_counter() - t0
-    _note_origin(prog, before)
-    prog.ready = True
-    if _profiler.ACTIVE:
-        _profiler.note_compile(prog.compile_seconds, prog.name[:10])
-    return res
-
-
-def program(graph: Graph) -> Program:
-    """The compiled program for ``graph`` (generated, written and imported on a miss;
-    Numba compiles it on its first call)."""
-    with _LOCK:
-        hit = _BY_GRAPH.get(id(graph))
-        if hit is not None and hit[0] is graph:
-            _BY_GRAPH.move_to_end(id(graph))
-            if hit[1].key in _BY_KEY:  # used: both bounds keep it
-                _BY_KEY.move_to_end(hit[1].key)
-            return hit[1]
-        key = graph.structural_key()
-        prog = _BY_KEY.get(key)
-        if prog is None:
-            stats["graphs"] += 1
-            source, consts, kinfo = generate(graph)
-            name, path, _ = _cache.write_module(source)
-            mod = _load(name, path)
-            prog = Program(graph, source, path, name, mod.entry, consts, kinfo)
-            prog.entry_par = getattr(mod, "entry_par", None)
-            prog.key = key
-            _BY_KEY[key] = prog
-            _config.evict(_BY_KEY, "programs")
-        else:
-            _BY_KEY.move_to_end(key)
-        _BY_GRAPH[id(graph)] = (graph, prog)
-        _config.evict(_BY_GRAPH, "programs")
-        return prog
-
-
-def _trim() -> None:
-    """Drop the least recently used programs beyond a bound just lowered."""
-    with _LOCK:
-        for c in (_BY_KEY, _BY_GRAPH, _FAILED):
-            _config.evict(c, "programs")
-
-
-_config.on_cache_limit_change("programs", _trim)
-
-
-def _describe_failure(graph: Graph, prog: Program | None, err: BaseException) -> str:
-    if isinstance(err, Unsupported):
-        return f"op {err.op!r}: {err}"
-    text = str(err)
-    if prog is not None:
-        for name, desc in prog.kernels:
-            if f"{name}(" in text or f".{name}" in text or f" {name} " in text:
-                return f"kernel {name} ({desc}): {text.splitlines()[0]}"
-    first = text.strip().splitlines()[0] if text.strip() else type(err).__name__
-    return f"{type(err).__name__}: {first}"
-
-
-def _fallback(graph: Graph, prog, err) -> None:
-    why = _describe_failure(graph, prog, err)
-    stats["fallbacks"] += 1
-    if prog is not None:
-        prog.fallback = why
-    key = (graph.name, why)
-    if key not in _warned:
-        _warned.add(key)
-        warnings.warn(
-            f"jittape: the cpu backend could not compile graph {graph.name!r} ({why}); "
-            "it runs on the interpret backend instead",
-            CompileWarning,
-            stacklevel=4,
+        return passes.cleanup_pipeline() + (
+            passes.configured(passes.fuse, matmul_epilogue=True),
+            passes.configured(passes.plan_buffers, inplace=False),
         )
 
+    def build(self, graph: Graph) -> Program:
+        source, consts, kinfo = generate(graph)
+        name, path, _ = _cache.write_module(source)
+        mod = _load(name, path)
+        return Program(self, graph, source, path, name, mod, consts, kinfo)
 
-_FAILED: "OrderedDict[int, tuple]" = OrderedDict()
+    def load_errors(self) -> tuple:
+        import numba.core.errors as ne
+
+        return (ne.NumbaError, NotImplementedError, TypeError, AttributeError, KeyError,
+                IndexError, EOFError, OSError, ValueError, ImportError, SyntaxError)
+
+    def purge(self, prog) -> None:
+        _cache.purge(prog.name)
+
+
+BACKEND = CpuBackend()
+# the module's functions are the backend's (tests and tools call them by these names)
+stats = BACKEND.stats
+_BY_GRAPH, _BY_KEY = BACKEND.by_graph, BACKEND.by_key
+program = BACKEND.executable
+compile_program = BACKEND.compile_program
+pipeline = BACKEND.pipeline
+background_compile = _runtime.background_compile
+CompileWarning = _runtime.CompileWarning
 
 
 def run(graph: Graph, feeds: dict) -> list:
     """Outputs of ``graph`` for ``feeds`` (input id -> ndarray), compiled."""
-    if not graph.outputs:
-        return []
-    return run_arrays(graph, [feeds[v] for v in graph.inputs], feeds)
+    return BACKEND.run(graph, feeds)
 
 
 def run_arrays(graph: Graph, arrays: list, feeds: dict | None = None) -> list:
     """:func:`run` with the input arrays in ``graph.inputs`` order."""
-    if not graph.outputs:
-        return []
-    if feeds is None:
-        feeds = dict(zip(graph.inputs, arrays))
-    failed = _FAILED.get(id(graph))
-    if failed is not None and failed[0] is graph:
-        return interpret.run(graph, feeds)
-    prog = None
-    try:
-        prog = program(graph)
-        if prog.fallback is not None:
-            return interpret.run(graph, feeds)
-        if prog.ready:
-            return prog(arrays)
-        if background_compile():
-            # compile in another thread; this call and the next ones run on the
-            # interpreter until the compiled program is ready
-            _compile_in_background(prog, arrays)
-            # the program may have been made for another graph of the same structure,
-            # whose value ids differ: feed its inputs by position
-            return interpret.run(prog.plain_graph(), dict(zip(prog.graph.inputs, arrays)))
-        with prog.warm_lock:  # threads meeting a new program at once: one compiles it
-            if not prog.ready and prog.fallback is None:
-                try:
-                    return _warm(prog, arrays)
-                except InvalidArgumentError:
-                    prog.ready = True  # compiled; the data was bad (check_numerics, an index)
-                    raise
-                except _numba_errors():
-                    # a damaged on-disk entry raises on every load: drop it, compile afresh
-                    _cache.purge(prog.name)
-                    sys.modules.pop(f"jittape._generated.{prog.name}", None)
-                    name, path, _ = _cache.write_module(prog.source)
-                    mod = _load(name, path)
-                    prog.entry, prog.entry_par = mod.entry, getattr(mod, "entry_par", None)
-                    try:
-                        return _warm(prog, arrays)
-                    except InvalidArgumentError:
-                        prog.ready = True
-                        raise
-                    except Exception as e:  # noqa: BLE001 - before a waiting thread retries
-                        _fallback(graph, prog, e)
-        if prog.fallback is not None:
-            return interpret.run(graph, feeds)
-        return prog(arrays)
-    except InvalidArgumentError:
-        raise
-    except Exception as e:  # noqa: BLE001 - never a wrong answer: interpret instead
-        if prog is None:
-            with _LOCK:
-                _FAILED[id(graph)] = (graph, repr(e))
-                _config.evict(_FAILED, "programs")
-        _fallback(graph, prog, e)
-        return interpret.run(graph, feeds)
-
-
-def pipeline() -> tuple:
-    """The passes this backend runs before compiling (fusion, buffers not in place:
-    an exactly aliased input and output make LLVM's vectorizer give up)."""
-    import passes
-
-    return passes.cleanup_pipeline() + (
-        passes.configured(passes.fuse, matmul_epilogue=True),
-        passes.configured(passes.plan_buffers, inplace=False),
-    )
+    return BACKEND.run_arrays(graph, arrays, feeds)
