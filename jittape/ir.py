@@ -194,6 +194,9 @@ class OpDef:
     # the output may be written into the buffer of an input of its shape (it reads each
     # input element at the index it writes): None means "if elementwise"
     inplace: bool | None = None
+    # for integer dtypes, input 1 is a divisor and a zero raises InvalidArgumentError
+    # (floordiv, floormod: TF's "Integer division by zero")
+    int_divisor: bool = False
     # why no compiling backend runs the op (they hand a graph holding it to
     # ``interpret``, with one warning); None: every backend has a lowering for it
     interpret_only: str | None = None

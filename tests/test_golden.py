@@ -27,7 +27,7 @@ import jittape as jt
 import passes
 from jittape import _state, backends
 from jittape.autodiff import backward_graph, forward_graph
-from jittape.backends import cpu
+from jittape.backends import cpu, schedule
 from passes.buffers import BufferPlan
 from passes.prune import prune_unreachable
 
@@ -40,17 +40,17 @@ from workloads import (  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE_VAR = "JITTAPE_GOLDEN_UPDATE"
-# cpu.py's defaults for the settings that change generated code (JITTAPE_PARALLEL_MIN
-# is read once at import into cpu.PARALLEL_MIN; JITTAPE_FASTMATH at each kernel)
+# the defaults of the settings that change generated code (JITTAPE_PARALLEL_MIN is
+# read once at import into schedule.PARALLEL_MIN; JITTAPE_FASTMATH at each kernel)
 DEFAULT_PARALLEL_MIN = 1 << 16
 MAX_DIFF_LINES = 80
-IMPORTED_PARALLEL_MIN = cpu.PARALLEL_MIN  # before the fixture patches it
+IMPORTED_PARALLEL_MIN = schedule.PARALLEL_MIN  # before the fixture patches it
 
 
 @pytest.fixture(autouse=True)
 def default_codegen_settings(monkeypatch):
     """The text must not depend on the user's environment or on global switches."""
-    monkeypatch.setattr(cpu, "PARALLEL_MIN", DEFAULT_PARALLEL_MIN)
+    monkeypatch.setattr(schedule, "PARALLEL_MIN", DEFAULT_PARALLEL_MIN)
     monkeypatch.delenv("JITTAPE_FASTMATH", raising=False)
     monkeypatch.setitem(jt.tensor._config, "check_numerics", False)
 
@@ -322,5 +322,5 @@ def test_text_does_not_depend_on_value_ids():
 def test_forced_defaults_are_cpu_defaults():
     """What the fixture forces is what cpu.py uses when the environment sets nothing."""
     if "JITTAPE_PARALLEL_MIN" in os.environ:
-        pytest.skip("JITTAPE_PARALLEL_MIN is set: cpu.PARALLEL_MIN is not cpu.py's default")
+        pytest.skip("JITTAPE_PARALLEL_MIN is set: schedule.PARALLEL_MIN is not the default")
     assert IMPORTED_PARALLEL_MIN == DEFAULT_PARALLEL_MIN

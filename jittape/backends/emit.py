@@ -17,7 +17,7 @@ from ..ir import Node
 
 # Bumped whenever generated code changes meaning: it is part of every generated file's
 # content, so Numba's on-disk cache never serves a kernel from an older generator.
-GENERATOR_VERSION = "4.5"
+GENERATOR_VERSION = "5.0"
 
 
 class Unsupported(Exception):
@@ -52,16 +52,16 @@ def scalar_expr(n: Node, args: list) -> str:
     """The expression computing ``n``'s one output from input expressions ``args``."""
     op, out = n.op, n.types[0]
     attrs = dict(n.attrs)
-    if op.name == "fill":
+    if op.literal == "uniform":
         return literal(attrs["value"], out.dtype)
-    if op.name == "const":
+    if op.literal == "array":
         a = attrs["value"].array
         if a.size != 1:
-            raise Unsupported("const", f"a constant of shape {list(a.shape)} is not a scalar")
+            raise Unsupported(op.name, f"a constant of shape {list(a.shape)} is not a scalar")
         return literal(a.reshape(()), out.dtype)
-    if op.name in ("broadcast_to", "reshape") and out.size == 1:
+    if op.view in ("layout", "broadcast") and out.size == 1:
         return args[0]
-    if op.name == "broadcast_to":  # the loads broadcast by index arithmetic
+    if op.view == "broadcast":  # the loads broadcast by index arithmetic
         return args[0]
     if op.name == "cast" and out.dtype == "bool":
         return f"({args[0]} != 0)"
@@ -72,28 +72,31 @@ def scalar_expr(n: Node, args: list) -> str:
 
 
 def emit_values(nodes, env: dict, name_of=None, prefix: str = "v") -> list:
-    """``name = expr`` lines for ``nodes`` (each with one output), in order.
+    """Kernel IR statements (``Let``) computing ``nodes`` (each with one output), in
+    order.
 
     ``env`` maps value ids to expressions (input loads); it gains a local name for
     every output. Literal leaves are inlined instead of named.
     """
-    lines = []
+    from .kernel_ir import If, Let, Raise
+
+    stmts = []
     for n in nodes:
         (o,) = n.outputs
         if o in env:  # a constant the kernel takes as an argument
             continue
         args = [env[i] for i in n.inputs]
         expr = scalar_expr(n, args)
-        if n.op.name in ("floordiv", "floormod") and np.dtype(n.types[0].dtype).kind in "iu":
-            lines.append(f"if {args[1]} == 0:")
-            lines.append(f"    raise InvalidArgumentError('{n.op.name}: Integer division by zero')")
-        if n.op.name in ("fill", "const"):
+        if n.op.int_divisor and np.dtype(n.types[0].dtype).kind in "iu":
+            stmts.append(If(f"{args[1]} == 0",
+                            (Raise(f"{n.op.name}: Integer division by zero"),)))
+        if n.op.literal is not None:
             env[o] = expr
             continue
         name = f"{prefix}{o}" if name_of is None else name_of(prefix, o)
-        lines.append(f"{name} = {expr}  # {n.op.name}")
+        stmts.append(Let(name, expr, n.op.name))
         env[o] = name
-    return lines
+    return stmts
 
 
 REDUCE_INIT = {

@@ -225,7 +225,7 @@ def _floordiv_fwd(x, y):
 
 floordiv_op = defop(
     "floordiv", inputs=2, kind="elementwise", forward=_floordiv_fwd, infer=SAME,
-    vjp=NO_GRADIENT, scalar="_vm.jt_floordiv({0}, {1})",
+    vjp=NO_GRADIENT, scalar="_vm.jt_floordiv({0}, {1})", int_divisor=True,
 )
 def _floormod_fwd(x, y):
     if x.dtype.kind in "iu" and np.any(y == 0):
@@ -239,6 +239,7 @@ def _floormod_fwd(x, y):
 floormod_op = defop(
     "floormod", inputs=2, kind="elementwise", forward=_floormod_fwd, infer=SAME,
     vjp=NO_GRADIENT, scalar="_vm.jt_floormod({0}, {1})",
+    int_divisor=True,
 )
 floor_op = defop(
     "floor", inputs=1, kind="elementwise", forward=np.floor, infer=FLOAT,

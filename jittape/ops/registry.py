@@ -41,6 +41,7 @@ def defop(
     literal=None,
     inplace=None,
     interpret_only=None,
+    int_divisor=False,
     **unknown,
 ) -> OpDef:
     """Declare an op. ``vjp`` is required: a rule, or ``NO_GRADIENT`` by choice.
@@ -89,6 +90,7 @@ def defop(
         literal=literal,
         inplace=inplace,
         interpret_only=interpret_only,
+        int_divisor=bool(int_divisor),
     )
     for check in LOWERING_CHECKS:  # every loaded backend has a rule for it, or says why not
         check(op)

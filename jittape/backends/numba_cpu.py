@@ -1,0 +1,168 @@
+"""The Numba CPU dialect: a kernel IR module (``kernel_ir.py``) printed as one Python
+module of ``@numba.njit`` functions.
+
+- A kernel becomes ``kN`` (its loops serial) and, when it is ``threaded``, ``kN_par``
+  too (its parallel loops as ``prange``, ``parallel=True``).
+- The entry is written four ways: ``entry`` (calls the serial kernels), ``entry_par``
+  (the threaded ones; only when some kernel is threaded), and ``entry_prof`` /
+  ``entry_prof_par``, which read the cycle counter around each kernel call
+  (``jt.profiler``; Numba compiles them only when a profile is open).
+- It takes every array as an argument (inputs, constants, buffer slots, outputs), so
+  the module has no closures or dynamic globals and Numba's on-disk cache
+  (``cache=True``) serves it to the next process.
+
+Every name printed is one the kernel IR holds; nothing here rewrites text.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .emit import GENERATOR_VERSION, np_type
+from .kernel_ir import (
+    Alloc, Call, Dim, Fill, Full, Gemm, If, Let, Load, Loop, Module, Raise, Store, Update,
+    View,
+)
+
+
+def fastmath_flags() -> str:
+    """Kernels' fast-math flags: reassociation (needed for vectorized reductions) and
+    contraction to FMA, never ``nnan``/``ninf``, so NaN and Inf keep their meaning.
+    ``JITTAPE_FASTMATH=0`` turns them off."""
+    if os.environ.get("JITTAPE_FASTMATH", "1") in ("0", "", "false"):
+        return "False"
+    return '{"reassoc", "contract"}'
+
+
+def _shape(dims) -> str:
+    return "(" + "".join(f"{d}, " for d in dims).rstrip(" ") + ")"
+
+
+def _sub(array: str, index: tuple) -> str:
+    return f"{array}[{', '.join(index) if index else '()'}]"
+
+
+def _view(s: View) -> str:
+    if s.kind == "reshape":
+        return f"{s.array}.reshape({_shape(s.arg)})"
+    if s.kind == "transpose":
+        if tuple(s.arg) == (1, 0):  # typed F-contiguous: BLAS reads it with no copy
+            return f"{s.array}.T"
+        return f"np.transpose({s.array}, {_shape(s.arg)})"
+    if s.kind == "broadcast":
+        return f"np.broadcast_to({s.array}, {_shape(s.arg)})"
+    if s.kind == "index":
+        return f"{s.array}[{s.arg[0]}]"
+    if s.kind == "slot":
+        count, dims = s.arg
+        return f"{s.array}[:{count}].reshape({_shape(dims)})"
+    if s.kind == "flat":
+        return f"np.ascontiguousarray({s.array}).ravel()"
+    raise ValueError(f"unknown view kind {s.kind!r}")
+
+
+def statements(stmts, threaded: bool, call_suffix: str = "", timed: bool = False) -> list:
+    """Source lines for kernel IR statements. ``threaded``: parallel loops are
+    ``prange``; ``call_suffix`` is added to the names of threaded kernels called;
+    ``timed``: the cycle counter is read around each call (into ``tk``)."""
+    out = []
+
+    def emit(ss, pad):
+        for s in ss:
+            if isinstance(s, Loop):
+                rng = "prange" if threaded and s.parallel else "range"
+                ext = s.extent if s.start == "0" else f"{s.start}, {s.extent}"
+                out.append(f"{pad}for {s.var} in {rng}({ext}):")
+                emit(s.body, pad + "    ")
+            elif isinstance(s, If):
+                out.append(f"{pad}if {s.cond}:")
+                emit(s.body, pad + "    ")
+            elif isinstance(s, Let):
+                out.append(f"{pad}{s.name} = {s.expr}" + (f"  # {s.note}" if s.note else ""))
+            elif isinstance(s, Load):
+                out.append(f"{pad}{s.name} = {_sub(s.array, s.index)}")
+            elif isinstance(s, Store):
+                out.append(f"{pad}{_sub(s.array, s.index)} = {s.value}")
+            elif isinstance(s, Update):
+                out.append(f"{pad}{s.name} {s.op}= {s.expr}")
+            elif isinstance(s, Raise):
+                out.append(f"{pad}raise InvalidArgumentError({s.message!r})")
+            elif isinstance(s, Alloc):
+                out.append(f"{pad}{s.name} = np.empty({_shape(s.shape)}, {np_type(s.dtype)})")
+            elif isinstance(s, Full):
+                out.append(f"{pad}{s.name} = np.full({_shape(s.shape)}, {s.value})")
+            elif isinstance(s, Fill):
+                out.append(f"{pad}{s.array}[...] = {s.value}" + (f"  # {s.note}" if s.note else ""))
+            elif isinstance(s, View):
+                out.append(f"{pad}{s.name} = {_view(s)}")
+            elif isinstance(s, Gemm):
+                out.append(f"{pad}np.dot({s.a}, {s.b}, {s.out})")
+            elif isinstance(s, Dim):
+                out.append(f"{pad}{s.name} = {s.array}.shape[{s.axis}]")
+            elif isinstance(s, Call):
+                name = s.kernel + (call_suffix if s.parallel else "")
+                call = f"{pad}{name}({', '.join(s.args)})"
+                if timed:
+                    out.extend([f"{pad}tk[{2 * s.site}] = _cycles()", call,
+                                f"{pad}tk[{2 * s.site + 1}] = _cycles()"])
+                else:
+                    out.append(call)
+            else:
+                raise TypeError(f"no Numba CPU form for {type(s).__name__}")
+
+    emit(stmts, "")
+    return out
+
+
+def kernel_source(k, threaded: bool) -> str:
+    fm = fastmath_flags() if k.fastmath is None else "False"
+    par = ", parallel=True" if threaded else ""
+    name = k.name + ("_par" if threaded else "")
+    src = [
+        f"@numba.njit(cache=True, error_model='numpy', fastmath={fm}, nogil=True, "
+        f"no_cpython_wrapper=True, no_cfunc_wrapper=True{par})",
+        f"def {name}({', '.join(k.params)}):",
+        f"    # {k.comment}",
+    ]
+    return "\n".join(src + ["    " + ln for ln in statements(k.body, threaded)] + [""])
+
+
+def render(mod: Module, vm_version: str) -> str:
+    """The module's source."""
+    head = [
+        f"# jittape generated module: graph {mod.graph_name!r}, {mod.nodes} nodes, "
+        f"{len(mod.kernels)} kernels",
+        f"# generator {GENERATOR_VERSION}, vector math {vm_version}",
+        "import math  # noqa: F401",
+        "import numpy as np",
+        "import numba",
+        "from numba import prange  # noqa: F401",
+        "from jittape.backends import vmath as _vm  # noqa: F401",
+        "from jittape.backends.clock import cycles as _cycles  # noqa: F401",
+        "from jittape.errors import InvalidArgumentError  # noqa: F401",
+        "",
+    ]
+    kernels = []
+    for k in mod.kernels:
+        block = kernel_source(k, False)
+        if k.threaded:
+            block += "\n" + kernel_source(k, True)
+        kernels.append(block)
+    entry = []
+    for fname, suffix, doc, timed in (
+            ("entry", "", "in order", False),
+            ("entry_par", "_par", "in order, loops on threads", False),
+            ("entry_prof", "", "in order, timing each", True),
+            ("entry_prof_par", "_par", "on threads, timing each", True)):
+        if suffix and not mod.threaded:
+            continue
+        params = list(mod.params) + (["tk"] if timed else [])
+        entry += [
+            "",
+            "@numba.njit(cache=True, error_model='numpy', nogil=True)",
+            f"def {fname}({', '.join(params)}):",
+            f'    """Runs the graph\'s {len(mod.kernels)} kernels {doc}."""',
+        ]
+        entry += ["    " + ln for ln in statements(mod.entry, False, suffix, timed)]
+        entry += ["    return 0", ""]
+    return "\n".join(head + kernels + entry)
