@@ -69,6 +69,21 @@ class Update:
 
 
 @dataclass(frozen=True)
+class Accumulate:
+    """Fold ``value`` into the accumulator ``acc`` (a scalar name, or an element of an
+    accumulator array: ``index``) with ``monoid`` (``ir.MONOIDS``). ``nan``: for a float
+    max/min, the flag that notes a NaN apart (the fold is then a select, and the
+    epilogue makes the result NaN when the flag is set)."""
+
+    acc: str
+    monoid: str
+    value: str
+    dtype: str
+    index: tuple | None = None
+    nan: str | None = None
+
+
+@dataclass(frozen=True)
 class If:
     cond: str
     body: tuple

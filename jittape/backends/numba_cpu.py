@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import os
 
-from .emit import GENERATOR_VERSION, np_type
+from .emit import GENERATOR_VERSION, np_type, reduce_step
 from .kernel_ir import (
-    Alloc, Call, Dim, Fill, Full, Gemm, If, Let, Load, Loop, Module, Raise, Store, Update,
-    View,
+    Accumulate, Alloc, Call, Dim, Fill, Full, Gemm, If, Let, Load, Loop, Module, Raise, Store,
+    Update, View,
 )
 
 
@@ -83,6 +83,8 @@ def statements(stmts, threaded: bool, call_suffix: str = "", timed: bool = False
                 out.append(f"{pad}{s.name} = {_sub(s.array, s.index)}")
             elif isinstance(s, Store):
                 out.append(f"{pad}{_sub(s.array, s.index)} = {s.value}")
+            elif isinstance(s, Accumulate):
+                out.extend(pad + ln for ln in _accumulate(s))
             elif isinstance(s, Update):
                 out.append(f"{pad}{s.name} {s.op}= {s.expr}")
             elif isinstance(s, Raise):
@@ -112,6 +114,19 @@ def statements(stmts, threaded: bool, call_suffix: str = "", timed: bool = False
 
     emit(stmts, "")
     return out
+
+
+def _accumulate(s: Accumulate) -> list:
+    x = s.value
+    if s.index is not None:
+        acc = _sub(s.acc, s.index)
+        return [f"{acc} = {reduce_step(s.monoid, acc, x, s.dtype)}"]
+    if s.monoid == "add" and s.dtype != "bool":
+        return [f"{s.acc} += {x}"]
+    if s.nan is not None:  # a select, and the NaN noted apart
+        cmp = ">" if s.monoid == "max" else "<"
+        return [f"{s.acc} = {x} if {x} {cmp} {s.acc} else {s.acc}", f"{s.nan} |= {x} != {x}"]
+    return [f"{s.acc} = {reduce_step(s.monoid, s.acc, x, s.dtype)}"]
 
 
 def kernel_source(k, threaded: bool) -> str:

@@ -27,10 +27,10 @@ import os
 import numpy as np
 
 from ..ir import Graph, Node, Type, decode_index, freeze_attrs
-from .emit import REDUCE_INIT, Unsupported, emit_values, literal, reduce_step
+from .emit import REDUCE_INIT, Unsupported, emit_values, literal
 from .kernel_ir import (
-    Alloc, Call, Dim, Fill, Full, Gemm, If, Kernel, Let, Load, Loop, Module, Raise, Store,
-    Update, View,
+    Accumulate, Alloc, Call, Dim, Fill, Full, Gemm, If, Kernel, Let, Load, Loop, Module, Raise,
+    Store, Update, View,
 )
 
 # Iteration spaces at least this large (in element-ops) run their outer loop on threads.
@@ -658,16 +658,10 @@ class Scheduler:
             axes_ext = [_d(space[d]) for d in axes]
             env, inner = self._prologue(body, pro, reds, pro_outs, env_in, svars)
             for b in reds:
-                acc = self.kname("acc", b.outputs[0])
-                x = env[b.inputs[0]]
-                if b.op.monoid == "add" and b.types[0].dtype != "bool":
-                    inner.append(Update(acc, "+", x))
-                elif b.outputs[0] in flagged:
-                    cmp = ">" if b.op.monoid == "max" else "<"
-                    inner.append(Let(acc, f"{x} if {x} {cmp} {acc} else {acc}"))
-                    inner.append(Update(self.kname("nan", b.outputs[0]), "|", f"{x} != {x}"))
-                else:
-                    inner.append(Let(acc, reduce_step(b.op.monoid, acc, x, b.types[0].dtype)))
+                o = b.outputs[0]
+                inner.append(Accumulate(self.kname("acc", o), b.op.monoid, env[b.inputs[0]],
+                                        b.types[0].dtype,
+                                        nan=self.kname("nan", o) if o in flagged else None))
             reduce_loops = _nest([svars[d] for d in axes], axes_ext, inner,
                                  not kept and sum_only)
             after = []
@@ -698,9 +692,8 @@ class Scheduler:
         env, inner = self._prologue(body, pro, reds, pro_outs, env_in, svars)
         ridx = _index(rspace, rvars(svars))
         for b in reds:
-            acc = _subscript(self.kname("acc", b.outputs[0]), ridx)
-            step = reduce_step(b.op.monoid, acc, env[b.inputs[0]], b.types[0].dtype)
-            inner.append(Store(self.kname("acc", b.outputs[0]), ridx, step))
+            inner.append(Accumulate(self.kname("acc", b.outputs[0]), b.op.monoid,
+                                    env[b.inputs[0]], b.types[0].dtype, index=ridx))
         stmts += _nest(svars, space_ext, inner, outer_free)
         # the epilogue over the reduced shape
         evars = [f"i{r + d}" for d in range(len(rspace))]
