@@ -22,7 +22,7 @@ from .ir import Const, Graph, Node, get_op
 from .ops import elementwise as E
 from .ops import reduction as R
 from .ops import shaping as S
-from .tensor import Tensor, Tracer, _config, _literal_ids
+from .tensor import Tensor, Tracer, Variable, _config, _literal_ids
 
 
 def path_nodes(nodes: Iterable[Node], target_ids, source_ids) -> tuple[list, set]:
@@ -262,7 +262,10 @@ def _trace_backward(nodes, targets, seeds, source_ids, values, canon, pipeline=(
                 return None
             if vid in _literal_ids:
                 return t  # ops on it embed it as a const node
-            ph = placeholders[vid] = tracer.placeholder(t._type, f"v{vid}")
+            # named by what it is, never by its value id (the name reaches generated code)
+            name = (f"var:{t._name}" if isinstance(t, Variable)
+                    else f"value{canon[vid]}" if vid in canon else "value")
+            ph = placeholders[vid] = tracer.placeholder(t._type, name)
             feeds[ph._id] = t._value
             origin[ph._id] = ("value", canon[vid]) if vid in canon else None
         return ph

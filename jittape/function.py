@@ -1372,7 +1372,7 @@ class Function:
         reset_names()
         symbols_at = []  # (leaf, dim, Dim) of the sizes traced as symbols
         # the tensor leaves' paths, in the order of _key (their described key is a Type)
-        paths = [p for p, k in described.items() if isinstance(k, Type)] if mask else []
+        paths = [p for p, k in described.items() if isinstance(k, Type)]
 
         def make(ty):
             k = n_args[0]
@@ -1385,7 +1385,7 @@ class Function:
                         shape[j] = new_symbol(f"dimension {j} of argument {paths[k]!r}")
                         symbols_at.append((k, j, shape[j]))
                 ty = Type(tuple(shape), ty.dtype)
-            ph = tracer.placeholder(ty, f"arg{k}")
+            ph = tracer.placeholder(ty, f"arg:{paths[k]}" if k < len(paths) else f"arg{k}")
             tracer.sources[ph._id] = ("arg", k)
             n_args[0] += 1
             return ph

@@ -392,7 +392,7 @@ def test_generated_source_says_which_ops_each_kernel_holds():
         head, ops = desc.split(": ", 1)
         assert re.search(rf"def {name}\(.*\):\n    # [^\n]*: {re.escape(ops)}\n", source)
         assert "f32[64]" in head
-    assert "f32[d0]" in source and "D0 = in0.shape[0]" in source
+    assert "f32[d0]" in source and "D0 = x.shape[0]" in source
     assert any("tanh" in desc and "sigmoid" in desc for _, desc in kinfo)
     assert "_vm.jt_tanh(" in source and "math.tanh" not in source
     assert "def entry(" in source

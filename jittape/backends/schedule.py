@@ -22,7 +22,9 @@ lowers each op.
 from __future__ import annotations
 
 import contextlib
+import keyword
 import os
+import re
 
 import numpy as np
 
@@ -145,6 +147,36 @@ def fmt_key(key) -> str:
     return ", ".join(parts) + ("," if len(parts) == 1 else "")
 
 
+# names the entry gives its own values (views t0, dims D0, constants c0, outputs o0,
+# slots slot_0, the profiler's tk) and the module's globals: no input may take them
+_TAKEN = re.compile(r"^(?:[tcoD]\d+|slot_\d+|tk|np|numba|math|prange|entry\w*|k\d+\w*)$")
+
+
+def input_params(graph: Graph) -> list:
+    """The entry's parameter name for each graph input, from the graph's input names:
+    a variable ``dense_1/kernel`` is ``w_dense_1_kernel``, an argument ``x`` is ``x``,
+    others as named (``seed``, ``random``, ``capture0``); unnamed ones ``in<k>``. Names
+    are identifiers, unique, and never one the entry uses for its own values."""
+    out, seen = [], set()
+    names = graph.input_names or ()
+    for k in range(len(graph.inputs)):
+        raw = names[k] if k < len(names) else ""
+        if raw.startswith("var:"):
+            raw = "w_" + raw[4:]
+        elif raw.startswith("arg:"):
+            raw = raw[4:]
+        name = re.sub(r"[^0-9A-Za-z_]+", "_", raw).strip("_").lower() or f"in{k}"
+        if name[0].isdigit() or keyword.iskeyword(name) or _TAKEN.match(name):
+            name = "in_" + name
+        base, j = name, 1
+        while name in seen:
+            name = f"{base}_{j}"
+            j += 1
+        seen.add(name)
+        out.append(name)
+    return out
+
+
 def _prod(xs) -> int:
     n = 1
     for x in xs:
@@ -259,7 +291,8 @@ class Scheduler:
             name = self.names.value("t", v)
             s = self.slot_of.get(v)
             if s is not None and t.rank > 0:
-                self.entry.append(View(name, f"w{s}", "slot", (_dprod(t.shape), _dims(t.shape))))
+                self.entry.append(View(name, f"slot_{s}", "slot",
+                                       (_dprod(t.shape), _dims(t.shape))))
             else:
                 self.entry.append(Alloc(name, _dims(t.shape), t.dtype))
         self.val[v] = _Operand(name, t.shape, True)
@@ -306,13 +339,14 @@ class Scheduler:
 
     def _build(self) -> Module:
         g = self.g
+        names = input_params(g)
         for k, v in enumerate(g.inputs):
-            self.params.append(f"in{k}")
-            self.val[v] = _Operand(f"in{k}", self.types[v].shape, True)
+            self.params.append(names[k])
+            self.val[v] = _Operand(names[k], self.types[v].shape, True)
             for j, size in enumerate(self.types[v].shape):
                 if size > 1 and size not in _DIMS:
                     _DIMS[size] = f"D{len(_DIMS)}"
-                    self.entry.append(Dim(_DIMS[size], f"in{k}", j))
+                    self.entry.append(Dim(_DIMS[size], names[k], j))
         for n in g.nodes:
             self.node(n)
         for k, o in enumerate(g.outputs):
@@ -324,7 +358,7 @@ class Scheduler:
                     self.entry.append(Store(f"o{k}", ("...",), src.var))
         self.mod.params = tuple(
             self.params + [f"c{k}" for k in range(len(self.consts))]
-            + [f"w{k}" for k in range(len(self.slots))]
+            + [f"slot_{k}" for k in range(len(self.slots))]
             + [f"o{k}" for k in range(len(g.outputs))])
         self.mod.calls = len(self.kinfo)
         return self.mod
