@@ -421,6 +421,8 @@ def test_explain_and_cache_info():
     assert info.compile_seconds > 0
     ex = step.explain(x)
     assert ex.source_path and ex.source.startswith("# jittape generated module")
+    assert ex.source_paths[0] == ex.source_path and len(ex.source_paths) >= 2
+    assert all(f"kernel module: {p}" in str(ex) for p in ex.source_paths[1:])
     assert "first run" in str(ex)
 
 

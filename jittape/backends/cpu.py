@@ -187,50 +187,31 @@ class Program(_runtime.Executable):
         self.calls = 0
 
     def _set_modules(self, mod, kmods):
-        self.mod = mod
-        self.kmods = kmods  # the kernel modules (their dispatchers: k, k_par)
-        self.entry = mod.entry
-        self.entry_par = getattr(mod, "entry_par", None)  # loops on threads, when any
-        self.fns: dict = {}  # entry function name -> (dispatcher, its table kp)
-        self.tables: dict = {}  # entry function name -> kernel_table.Table
+        self.entries = kernel_table.Entries(mod, kmods, self.path, len(self.kernels), _load)
 
-    # -- entry functions and their tables ---------------------------------------------
+    @property
+    def entry(self):
+        return self.entries.mod.entry
+
+    @property
+    def entry_par(self):  # loops on threads, when any loop is worth it
+        return getattr(self.entries.mod, "entry_par", None)
+
     def _fn(self, fname: str, rest) -> tuple:
         """``(dispatcher, kp)`` of entry function ``fname``, compiled or loaded for the
         types of ``rest`` (the arguments after ``kp``)."""
-        got = self.fns.get(fname)
-        if got is not None:
-            return got
         import numba
 
         sig = (_kp_type(),) + tuple(numba.typeof(a) for a in rest)
-        where = (os.path.dirname(self.path), self.name, len(self.kernels))
         ctx = _quiet_numba()
         try:
-            fn = getattr(self.mod, fname)
-            try:
-                table = kernel_table.prepare(fn, sig, *where)
-            except kernel_table.Stale:
-                # served from Numba's disk cache with no manifest to fill its table:
-                # never run it so; drop its cache, compile a fresh dispatcher
-                kernel_table.flush(fn)
-                self._reload_entry()
-                fn = getattr(self.mod, fname)
-                table = kernel_table.prepare(fn, sig, *where)
+            return self.entries.get(fname, sig)
         finally:
             ctx.__exit__(None, None, None)
-        got = self.fns[fname] = (fn, table.kp)
-        self.tables[fname] = table  # keeps the kernels' dispatchers alive
-        return got
 
     def _run_fn(self, fname: str, rest) -> None:
-        fn, kp = self.fns.get(fname) or self._fn(fname, rest)
+        fn, kp = self.entries.fns.get(fname) or self._fn(fname, rest)
         fn(kp, *rest)
-
-    def _reload_entry(self):
-        modname = f"jittape._generated.{self.name}"
-        sys.modules.pop(modname, None)
-        self._set_modules(_load(self.name, self.path), self.kmods)
 
     # -- the runtime's hooks ---------------------------------------------------------
     def _invoke(self, args, slots, outs, mine):
@@ -242,17 +223,11 @@ class Program(_runtime.Executable):
     def _compile(self, rest):
         self._fn("entry", rest)
 
-    def _kernels(self) -> list:
-        out = []
-        for m in self.kmods:
-            out += [m.k] + ([m.k_par] if hasattr(m, "k_par") else [])
-        return out
-
     def _state(self) -> tuple:
         """(variants, hits, misses) of the entries and kernels, then the kernels' alone
         (their misses are compiles, their hits loads from disk)."""
         entries = [self.entry] + ([self.entry_par] if self.entry_par is not None else [])
-        kernels = self._kernels()
+        kernels = self.entries.kernels()
 
         def count(ds):
             return (sum(len(d.overloads) for d in ds),
@@ -271,7 +246,7 @@ class Program(_runtime.Executable):
         self.backend.stats["kernels_from_disk"] += self.kernels_from_disk
 
     def _reload(self):
-        for name in [self.name] + [m.__name__.rsplit(".", 1)[1] for m in self.kmods]:
+        for name in [self.name] + [m for _, m, _ in self.sources.kernels]:
             sys.modules.pop(f"jittape._generated.{name}", None)
         _, paths, kmods, mod = _write_and_load(self.sources)
         self.paths, self.path = paths, paths[0]
@@ -415,7 +390,7 @@ class Program(_runtime.Executable):
                 fname = "entry_prof_par" if par else "entry_prof"
                 if not clock.AVAILABLE:  # no cycle counter: the program's own entry
                     fname, rest, stamps = ("entry_par" if par else "entry"), rest[:-1], None
-                elif fname not in self.fns:
+                elif fname not in self.entries.fns:
                     t0 = time.perf_counter()
                     self._fn(fname, rest)
                     profiler.note_compile(time.perf_counter() - t0, f"{self.name[:10]} {fname}")

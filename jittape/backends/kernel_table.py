@@ -9,7 +9,7 @@ and the manifest is what fills the table. Without a readable manifest the entry 
 runs: its cache is flushed and it is compiled again (:class:`Stale`).
 
 A :class:`Table` keeps the kernel dispatchers alive: the addresses belong to their
-libraries.
+libraries. :class:`Entries` holds a loaded entry module's functions, each with its table.
 """
 
 from __future__ import annotations
@@ -119,3 +119,44 @@ def flush(entry) -> None:
     cache = getattr(entry, "_cache", None)
     if cache is not None:
         cache.flush()
+
+
+class Entries:
+    """The functions of a loaded entry module (``entry``, ``entry_par``, ``entry_prof``,
+    ``entry_prof_par``), each ready with its own table once asked for (``fns``: name ->
+    (dispatcher, kp)); ``kmods``: the kernel modules it imports. ``load(name, path)``
+    imports a module afresh once ``sys.modules`` no longer holds it."""
+
+    def __init__(self, mod, kmods, path: str, calls: int, load):
+        self.mod, self.kmods, self.path, self.calls, self.load = mod, kmods, path, calls, load
+        self.name = os.path.basename(path)[:-3]
+        self.fns: dict = {}
+        self.tables: dict = {}  # name -> Table: keeps the kernels' dispatchers alive
+
+    def get(self, fname: str, sig: tuple) -> tuple:
+        """``(dispatcher, kp)`` of ``fname`` compiled or loaded for ``sig``."""
+        got = self.fns.get(fname)
+        if got is not None:
+            return got
+        where = (os.path.dirname(self.path), self.name, self.calls)
+        fn = getattr(self.mod, fname)
+        try:
+            table = prepare(fn, sig, *where)
+        except Stale:
+            # served from Numba's disk cache with no manifest to fill its table: never
+            # run it so; drop its cache, compile a fresh dispatcher (the module again)
+            flush(fn)
+            sys.modules.pop(f"jittape._generated.{self.name}", None)
+            self.mod, self.fns, self.tables = self.load(self.name, self.path), {}, {}
+            fn = getattr(self.mod, fname)
+            table = prepare(fn, sig, *where)
+        got = self.fns[fname] = (fn, table.kp)
+        self.tables[fname] = table
+        return got
+
+    def kernels(self) -> list:
+        """The kernel dispatchers (``k``, and ``k_par`` where there is one)."""
+        out = []
+        for m in self.kmods:
+            out += [m.k] + ([m.k_par] if hasattr(m, "k_par") else [])
+        return out
