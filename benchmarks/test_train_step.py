@@ -78,21 +78,23 @@ from train_steps import CONFIGS, data, jittape_step
 t1 = time.perf_counter()
 cfg = CONFIGS[{size!r}]
 x, y, ws, bs = data(cfg)
-step = jittape_step(cfg, ws, bs, compiled=True, backend="cpu")
+step = jittape_step(cfg, ws, bs, compiled=True, backend="cpu", name={name!r})
 xt, yt = jt.constant(x), jt.constant(y)
 t2 = time.perf_counter()
 step(xt, yt)
 t3 = time.perf_counter()
 step.wait()
 t4 = time.perf_counter()
-print(json.dumps({{"import_s": t1 - t0, "first_call_s": t3 - t2, "compiled_s": t4 - t2}}))
+from jittape.backends import cpu
+print(json.dumps({{"import_s": t1 - t0, "first_call_s": t3 - t2, "compiled_s": t4 - t2,
+                  "stats": dict(cpu.stats)}}))
 """
 
 
-def _fresh_process(size, cache_dir, background):
+def _fresh_process(size, cache_dir, background, name=None):
     env = dict(os.environ, JITTAPE_CACHE_DIR=cache_dir, PYTHONPATH=str(ROOT),
                JITTAPE_BACKGROUND_COMPILE="1" if background else "0")
-    code = _FIRST_CALL.format(bench=str(Path(__file__).parent), size=size)
+    code = _FIRST_CALL.format(bench=str(Path(__file__).parent), size=size, name=name)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True, timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -122,6 +124,32 @@ def test_first_call_in_a_fresh_process(benchmark, size, cache):
     print(f"\n{size} {cache}: first call {res['first_call_s']:.2f} s, compiled after "
           f"{res['compiled_s']:.2f} s (import {res['import_s']:.2f} s)")
     assert res["first_call_s"] > 0
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_first_call_new_entry_over_cached_kernels(benchmark, size):
+    """A second model with the same layer sizes in a fresh process, with the disk cache
+    the first model's process left: the same kernels, another graph (its step has
+    another name), so another entry module. Only the entry compiles; the kernels load
+    from their own disk-cache entries (``kernels_compiled`` 0)."""
+    benchmark.group = "start: first call in a fresh process"
+    record(benchmark, f"{size}-new-entry-cached-kernels")
+    with tempfile.TemporaryDirectory() as d:
+        _fresh_process(size, d, False)
+        res = {}
+
+        def run():
+            res.update(_fresh_process(size, d, False, name="second_model_step"))
+
+        benchmark.pedantic(run, rounds=1, iterations=1)
+    stats = res["stats"]
+    benchmark.extra_info.update(res)
+    print(f"\n{size} new entry over cached kernels: first call {res['first_call_s']:.2f} s; "
+          f"compiled {stats['compiled']}, disk hits {stats['disk_hits']}, kernels "
+          f"compiled {stats.get('kernels_compiled')}, from disk {stats.get('kernels_from_disk')}")
+    assert stats["compiled"] == 1 and stats["disk_hits"] == 0  # a new entry
+    if "kernels_compiled" in stats:
+        assert stats["kernels_compiled"] == 0 and stats["kernels_from_disk"] > 0
 
 
 def test_steps_compute_the_same_loss():

@@ -85,10 +85,11 @@ class NumpyStep:
         return loss
 
 
-def jittape_step(cfg, ws, bs, compiled, backend=None, batch_none=False):
+def jittape_step(cfg, ws, bs, compiled, backend=None, batch_none=False, name=None):
     """The same step with jittape: variables, a tape, an optimizer. ``batch_none``: the
     jt.function has an input_signature with a None batch size (one trace with a
-    symbolic size serves every batch size)."""
+    symbolic size serves every batch size). ``name``: the step's name (a second model's
+    step: the same kernels, another entry module)."""
     import jittape as jt  # here, so that the numpy half imports without jittape (peers.py)
 
     params = []
@@ -111,6 +112,8 @@ def jittape_step(cfg, ws, bs, compiled, backend=None, batch_none=False):
         opt.apply_gradients(zip(grads, params))
         return loss
 
+    if name is not None:
+        step.__qualname__ = name
     if compiled and batch_none:
         sig = [jt.TensorSpec([None, ws[0].shape[0]], jt.float32),
                jt.TensorSpec([None], jt.int32)]

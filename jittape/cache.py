@@ -1,10 +1,12 @@
 """The on-disk compile cache: generated kernel modules and Numba's compiled code.
 
-Each compiled graph is one Python file ``jt_<hash>.py`` named by the hash of its
-content (which holds the code generator's and the vector math's versions), with
-Numba's ``.nbi``/``.nbc`` files beside it in ``__pycache__``. A new process that
-generates the same source imports the same file and Numba loads its machine code
-instead of compiling.
+Each compiled graph is an entry module ``jt_<hash>.py`` and one kernel module
+``jk_<hash>.py`` per kernel it calls, each named by the hash of its content (which
+holds the code generator's and the vector math's versions), with Numba's
+``.nbi``/``.nbc`` files (and, for an entry, the manifests of its kernel tables:
+``.kman``) beside them in ``__pycache__``. A new process that generates the same
+source imports the same files and Numba loads their machine code instead of
+compiling; a graph whose kernels some other graph compiled compiles only its entry.
 
 The directory is ``JITTAPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/jittape``, else
 ``~/.cache/jittape``; one that cannot be written (found so, or a write fails: a
@@ -79,8 +81,12 @@ def max_bytes() -> int:
         return 512 * 2**20
 
 
-def module_name(source: str) -> str:
-    return "jt_" + hashlib.sha256(source.encode()).hexdigest()[:24]
+PREFIXES = ("jt_", "jk_")  # entry modules, kernel modules
+
+
+def module_name(source: str, kind: str = "jt") -> str:
+    """``jt_<hash>`` (an entry module) or ``jk_<hash>`` (a kernel module)."""
+    return f"{kind}_" + hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
 def _intact(path: str, name: str) -> bool:
@@ -89,16 +95,18 @@ def _intact(path: str, name: str) -> bool:
             text = f.read()
     except (OSError, UnicodeDecodeError):
         return False
-    return module_name(text) == name
+    return module_name(text, name[:2]) == name
 
 
-def write_module(source: str) -> tuple[str, str, bool]:
-    """Make sure ``source`` is on disk as its content-named module.
+def write_module(source: str, kind: str = "jt", keep=()) -> tuple[str, str, bool]:
+    """Make sure ``source`` is on disk as its content-named module (``kind``: ``jt``
+    or ``jk``, see :func:`module_name`). ``keep``: names the size bound must not drop
+    now (the other modules of the same program).
 
     Returns ``(name, path, existed)``. A file whose content does not hash to its name
     (truncated, corrupted, foreign) is rewritten, and Numba's entries for it dropped.
     """
-    name = module_name(source)
+    name = module_name(source, kind)
     d = cache_dir()
     path = os.path.join(d, name + ".py")
     if os.path.exists(path):
@@ -124,7 +132,7 @@ def write_module(source: str) -> tuple[str, str, bool]:
             return name, path, True
         purge(name)
         _write(d, path, name, source)
-    _enforce_bound(keep=name)
+    _enforce_bound(keep={name, *keep})
     return name, path, False
 
 
@@ -170,7 +178,7 @@ def entries() -> list:
     sizes: dict = {}
     used: dict = {}
     for f in os.listdir(d):
-        if f.startswith("jt_") and f.endswith(".py"):
+        if f.startswith(PREFIXES) and f.endswith(".py"):
             name = f[:-3]
             try:  # another process may purge it meanwhile; a broken link has no size
                 st = os.stat(os.path.join(d, f))
@@ -206,7 +214,7 @@ def _sweep_temporaries(d: str) -> None:
 
     now = time.time()
     for f in os.listdir(d):
-        if f.startswith(".jt_") and f.endswith(".tmp"):
+        if f.startswith((".jt_", ".jk_")) and f.endswith(".tmp"):
             p = os.path.join(d, f)
             try:
                 if now - os.stat(p).st_mtime > _STALE_SECONDS:
@@ -215,7 +223,7 @@ def _sweep_temporaries(d: str) -> None:
                 pass
 
 
-def _enforce_bound(keep: str | None = None) -> None:
+def _enforce_bound(keep=frozenset()) -> None:
     _sweep_temporaries(cache_dir())
     limit = max_bytes()
     items = entries()
@@ -223,7 +231,7 @@ def _enforce_bound(keep: str | None = None) -> None:
     for name, size, _ in items:
         if total <= limit:
             break
-        if name == keep:
+        if name in keep:
             continue
         purge(name)
         total -= size

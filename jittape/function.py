@@ -1620,6 +1620,8 @@ class Explanation:
         self.kernels = cf.kernels()
         prog = cf.program
         self.source_path = None if prog is None else prog.path
+        # the entry module's, then each kernel module's (cpu); one file elsewhere
+        self.source_paths = [] if prog is None else list(getattr(prog, "paths", [prog.path]))
         self.source = None if prog is None else prog.source
         self.times = dict(cf.times)
         if prog is not None and prog.ready:
@@ -1659,6 +1661,7 @@ class Explanation:
             lines.append(f"{name}: {desc}")
         if self.source_path:
             lines.append(f"generated source: {self.source_path}")
+            lines.extend(f"  kernel module: {p}" for p in self.source_paths[1:])
         prog = cf.program
         t = self.times
         if prog is not None and prog.ready:

@@ -117,9 +117,24 @@ def _copy_cache(src, dst):
     return dst
 
 
-def test_a_truncated_module_is_rebuilt(warm_dir, tmp_path):
+def _modules(d, prefix):
+    """The generated modules of ``prefix`` (``jt_``: entries, ``jk_``: kernels) in the
+    cache directory ``d``."""
+    return sorted(f for f in os.listdir(_kernel_dir(d))
+                  if f.startswith(prefix) and f.endswith(".py"))
+
+
+def test_the_warm_cache_holds_one_entry_its_kernels_and_a_manifest(warm_dir):
+    assert len(_modules(warm_dir, "jt_")) == 1 and _modules(warm_dir, "jk_")
+    pyc = os.listdir(os.path.join(_kernel_dir(warm_dir), "__pycache__"))
+    (entry,) = _modules(warm_dir, "jt_")
+    assert [f for f in pyc if f.startswith(entry[:-3] + ".entry.") and f.endswith(".kman")]
+
+
+@pytest.mark.parametrize("prefix", ["jt_", "jk_"])
+def test_a_truncated_module_is_rebuilt(warm_dir, tmp_path, prefix):
     d = _copy_cache(warm_dir, tmp_path / "c")
-    (mod,) = [f for f in os.listdir(_kernel_dir(d)) if f.endswith(".py")]
+    mod = _modules(d, prefix)[0]
     path = os.path.join(_kernel_dir(d), mod)
     text = open(path).read()
     with open(path, "w") as f:
@@ -128,15 +143,19 @@ def test_a_truncated_module_is_rebuilt(warm_dir, tmp_path):
     assert res["err"] < 1e-3 and not res["warnings"]
     assert res["stats"]["compiled"] == 1  # rebuilt, not loaded
     assert open(path).read() == text
+    if prefix == "jk_":  # the entry came from disk, with the rebuilt kernel in its table
+        assert res["stats"]["kernels_compiled"] == 1
 
 
 @pytest.mark.parametrize("background", [False, True])
 @pytest.mark.parametrize("damage", ["garbage", "empty"])
+@pytest.mark.parametrize("which", ["all", "jt_", "jk_"])
 def test_damaged_numba_cache_files_are_purged_and_rebuilt(warm_dir, tmp_path, damage,
-                                                          background):
+                                                          background, which):
     d = _copy_cache(warm_dir, tmp_path / "c")
     pyc = os.path.join(_kernel_dir(d), "__pycache__")
-    files = [f for f in os.listdir(pyc) if f.endswith((".nbi", ".nbc"))]
+    files = [f for f in os.listdir(pyc) if f.endswith((".nbi", ".nbc"))
+             and (which == "all" or f.startswith(which))]
     assert files
     for f in files:
         with open(os.path.join(pyc, f), "wb") as fh:
@@ -145,6 +164,33 @@ def test_damaged_numba_cache_files_are_purged_and_rebuilt(warm_dir, tmp_path, da
     assert res["err"] < 1e-3
     again = _run_process(d)  # and the rebuilt entry serves the next process
     assert again["err"] < 1e-3 and again["stats"]["compiled"] == 0
+    assert again["stats"]["disk_hits"] == 1
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "empty", "foreign"])
+def test_an_entry_without_a_usable_manifest_is_compiled_again(warm_dir, tmp_path, damage):
+    """An entry Numba serves from disk is never typed: its kernel table comes from the
+    manifest. Without one it must not run (its table would be zeros): its cache entry is
+    flushed and it is compiled, which writes the manifest again."""
+    d = _copy_cache(warm_dir, tmp_path / "c")
+    pyc = os.path.join(_kernel_dir(d), "__pycache__")
+    (man,) = [os.path.join(pyc, f) for f in os.listdir(pyc) if f.endswith(".kman")]
+    good = open(man, "rb").read()
+    if damage == "missing":
+        os.unlink(man)
+    else:
+        import pickle
+
+        data = {"garbage": b"\x80\x04not a pickle", "empty": b"",
+                "foreign": pickle.dumps((1, "0.0.1", {0: ("nowhere", "k", ())}))}[damage]
+        with open(man, "wb") as f:
+            f.write(data)
+    res = _run_process(d)
+    assert res["err"] < 1e-3 and not res["warnings"]
+    assert res["stats"]["compiled"] == 1 and res["stats"]["kernels_compiled"] == 0
+    assert open(man, "rb").read() == good
+    again = _run_process(d)
+    assert again["err"] < 1e-3 and again["stats"]["disk_hits"] == 1
 
 
 def test_cache_clear_and_size_bound(tmp_path, monkeypatch):
@@ -182,7 +228,7 @@ def test_a_corrupted_module_is_rebuilt_not_run(warm_dir, tmp_path):
     something else: its content no longer hashes to its name, so it is written again and
     compiled afresh (Numba's index, which goes by size and date, would have served it)."""
     d = _copy_cache(warm_dir, tmp_path / "c")
-    (mod,) = [f for f in os.listdir(_kernel_dir(d)) if f.endswith(".py")]
+    (mod,) = [f for f in _modules(d, "jk_") if " + " in _read(os.path.join(_kernel_dir(d), f))]
     path = os.path.join(_kernel_dir(d), mod)
     text = _read(path)
     st = os.stat(path)
@@ -384,48 +430,72 @@ def chain_train_graph(n):
 
 def test_generated_source_says_which_ops_each_kernel_holds():
     g = passes.run_pipeline(chain_train_graph(64), backends.pipeline("cpu")).graph
-    source, _, kinfo = cpu.generate(g)
+    sources, _, kinfo = cpu.generate(g)
     assert kinfo and len(kinfo) == len(passes.kernels(g))
+    modules = {kname: text for kname, _, text in sources.kernels}
     for name, desc in kinfo:
         # the comment names sizes as the kernel does (f32[d0]: the same module serves
         # every size), the description for explain() has the numbers
         head, ops = desc.split(": ", 1)
-        assert re.search(rf"def {name}\(.*\):\n    # [^\n]*: {re.escape(ops)}\n", source)
+        assert re.search(rf"def k\(.*\):\n    # [^\n]*: {re.escape(ops)}\n", modules[name])
         assert "f32[64]" in head
-    assert "f32[d0]" in source and "D0 = x.shape[0]" in source
+    source = str(sources)
+    assert "f32[d0]" in source and "D0 = x.shape[0]" in sources.entry
     assert any("tanh" in desc and "sigmoid" in desc for _, desc in kinfo)
     assert "_vm.jt_tanh(" in source and "math.tanh" not in source
-    assert "def entry(" in source
+    assert "def entry(kp, " in sources.entry
+    for kname, mname, text in sources.kernels:  # named by content, imported by the entry
+        assert mname == jcache.module_name(text, "jk") and "k0" not in text
+        assert f"from jittape._generated.{mname} import k as {kname}" in sources.entry
 
 
-def _load_uncached(source, tmp_path, name):
+def _load_file(text, tmp_path, name):
     path = tmp_path / f"{name}.py"
-    path.write_text(source.replace("cache=True", "cache=False"))
+    path.write_text(text.replace("cache=True", "cache=False"))
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    sys.modules[name] = mod
     return mod
+
+
+def _load_uncached(sources, tmp_path, name):
+    """The entry module and its kernel modules with Numba's cache off (assembly of a
+    cached function is not valid), under names of their own: (entry, kernel name ->
+    kernel module)."""
+    entry, kmods = sources.entry, {}
+    for kname, mname, text in sources.kernels:
+        kmods[kname] = _load_file(text, tmp_path, f"{name}_{mname}")
+        entry = entry.replace(f"jittape._generated.{mname} ", f"{name}_{mname} ")
+    return _load_file(entry, tmp_path, name), kmods
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64 assembly")
 def test_chain_kernel_is_vectorized(tmp_path):
     n = 4096
     g = passes.run_pipeline(chain_train_graph(n), backends.pipeline("cpu")).graph
-    source, consts, kinfo = cpu.generate(g)
-    mod = _load_uncached(source, tmp_path, "chain_asm")
+    import numba
+
+    from jittape.backends import kernel_table
+
+    sources, consts, kinfo = cpu.generate(g)
+    mod, kmods = _load_uncached(sources, tmp_path, "chain_asm")
     rng = np.random.default_rng(0)
     ins = [rng.standard_normal(t.shape).astype(t.dtype) for t in g.input_types]
     types = g.types()
     outs = [np.empty(types[o].shape, types[o].dtype) for o in g.outputs]
     slots = [np.empty(s, d) for d, s in (g.buffers.slots if g.buffers else [])]
-    mod.entry(*ins, *consts, *slots, *outs)
+    rest = (*ins, *consts, *slots, *outs)
+    sig = (cpu._kp_type(), *(numba.typeof(a) for a in rest))
+    table = kernel_table.prepare(mod.entry, sig, str(tmp_path), "chain_asm", len(kinfo))
+    mod.entry(table.kp, *rest)
     ref = backends.run(g, dict(zip(g.inputs, ins)), "interpret")
     for a, b in zip(outs, ref):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-3)
     heavy = [name for name, desc in kinfo if "tanh" in desc]
     assert heavy
     for name in heavy:
-        fn = getattr(mod, name)
+        fn = kmods[name].k
         asm = fn.inspect_asm(fn.signatures[0])
         packed = re.findall(r"\bv?(?:mul|add|sub|fmadd\w*|fnmadd\w*|max|min|and|or)ps\s", asm)
         assert len(packed) > 20, f"{name} has {len(packed)} packed float32 instructions"

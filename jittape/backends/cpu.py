@@ -6,11 +6,16 @@ The path of one op, ``jt.tanh(x)`` in a backward graph::
                --schedule-->         Loop(i0, ..., Let(v7, "_vm.jt_tanh(x5)", "tanh"))
                                      in Kernel k0; Call(k0, ...) in the entry
                --numba_cpu.render--> for i0 in prange(d0): v7 = _vm.jt_tanh(x5)  # tanh
-               --runtime-->          entry(in0, ..., o0) compiled by Numba, cached on disk
+                                     in module jk_<hash of its text>; the entry module
+                                     calls it: kcall6(kp, 0, k0, ...)
+               --runtime-->          entry(kp, in0, ..., o0) compiled by Numba, each
+                                     module cached on disk by its own content
 
 - ``schedule.py`` (backend-neutral) builds the kernel IR from the fused graph, asking
   this module's :func:`lowering` which rule lowers each op.
 - ``numba_cpu.py`` prints it as ``@njit`` kernels and entries (serial and ``prange``).
+- ``kernel_table.py`` fills the entry's table of kernel addresses (``kcall.py``): from
+  its typing when Numba compiles it, from a manifest when Numba loads it from disk.
 - :class:`Program` runs a module's entry the way that measured fastest (loops serial or
   on threads, BLAS on one thread or all); ``runtime.py`` caches, compiles and falls back.
 
@@ -30,7 +35,7 @@ import numpy as np
 
 from .. import cache as _cache
 from ..ir import Graph
-from . import blas, numba_cpu
+from . import blas, kernel_table, numba_cpu
 from . import runtime as _runtime
 from .emit import Unsupported  # noqa: F401 - cpu.Unsupported, for callers
 from .schedule import PARALLEL_MIN, schedule  # noqa: F401 - cpu.PARALLEL_MIN too
@@ -115,9 +120,10 @@ def _vm_version() -> str:
 # Compiled programs
 
 
-def generate(graph: Graph) -> tuple[str, list, list]:
-    """The module source for ``graph``, the constant arrays its entry takes, and
-    ``(kernel name, description)`` per kernel call."""
+def generate(graph: Graph) -> tuple[numba_cpu.Sources, list, list]:
+    """The modules for ``graph`` (the entry's and one per kernel; ``str()`` of them is
+    the golden text), the constant arrays its entry takes, and ``(kernel name,
+    description)`` per kernel call."""
     mod, consts, kinfo = schedule(graph, lowering)
     return numba_cpu.render(mod, _vm_version()), consts, kinfo
 
@@ -141,6 +147,13 @@ _TUNE_CALLS = 8
 PARALLEL_AFTER = int(os.environ.get("JITTAPE_PARALLEL_AFTER", 20))
 
 
+def _kp_type():
+    """Numba's type of a kernel table (int64, 1-d, C), which every entry takes first."""
+    from numba import types
+
+    return types.Array(types.int64, 1, "C")
+
+
 def _quiet_numba():
     """A context in which Numba's performance hints are not shown."""
     import numba.core.errors as ne
@@ -154,12 +167,14 @@ def _quiet_numba():
 
 class Program(_runtime.Executable):
     """A generated module's ``entry`` (and ``entry_par``, its loops on threads), called
-    the way that measured fastest."""
+    the way that measured fastest. Each entry function runs with its own table of
+    kernel addresses (``fns``: name -> (dispatcher, table))."""
 
-    def __init__(self, backend, graph, source, path, name, mod, consts, kinfo):
-        super().__init__(backend, graph, source, path, name, consts, kinfo)
-        self.entry = mod.entry
-        self.entry_par = getattr(mod, "entry_par", None)  # loops on threads, when any
+    def __init__(self, backend, graph, sources, paths, kmods, mod, consts, kinfo):
+        super().__init__(backend, graph, str(sources), paths[0], sources.name, consts, kinfo)
+        self.sources = sources
+        self.paths = paths  # the entry module's, then each kernel module's
+        self._set_modules(mod, kmods)
         self.par_ready = False
         self.par_compile_seconds = 0.0
         self.par_thread = None  # compiling entry_par in the background
@@ -171,33 +186,71 @@ class Program(_runtime.Executable):
         self.trials: list = []
         self.calls = 0
 
+    def _set_modules(self, mod, kmods):
+        self.entries = kernel_table.Entries(mod, kmods, self.path, len(self.kernels), _load)
+
+    @property
+    def entry(self):
+        return self.entries.mod.entry
+
+    @property
+    def entry_par(self):  # loops on threads, when any loop is worth it
+        return getattr(self.entries.mod, "entry_par", None)
+
+    def _fn(self, fname: str, rest) -> tuple:
+        """``(dispatcher, kp)`` of entry function ``fname``, compiled or loaded for the
+        types of ``rest`` (the arguments after ``kp``)."""
+        import numba
+
+        sig = (_kp_type(),) + tuple(numba.typeof(a) for a in rest)
+        ctx = _quiet_numba()
+        try:
+            return self.entries.get(fname, sig)
+        finally:
+            ctx.__exit__(None, None, None)
+
+    def _run_fn(self, fname: str, rest) -> None:
+        fn, kp = self.entries.fns.get(fname) or self._fn(fname, rest)
+        fn(kp, *rest)
+
     # -- the runtime's hooks ---------------------------------------------------------
     def _invoke(self, args, slots, outs, mine):
         if mine and (self.entry_par is not None or self.tunes_blas):
             self._run_tuned(args, slots, outs)
         else:
-            self.entry(*args, *self.consts, *slots, *outs)
+            self._run_fn("entry", (*args, *self.consts, *slots, *outs))
 
     def _compile(self, rest):
-        import numba
-
-        ctx = _quiet_numba()
-        try:
-            self.entry.compile(tuple(numba.typeof(a) for a in rest))
-        finally:
-            ctx.__exit__(None, None, None)
+        self._fn("entry", rest)
 
     def _state(self) -> tuple:
+        """(variants, hits, misses) of the entries and kernels, then the kernels' alone
+        (their misses are compiles, their hits loads from disk)."""
         entries = [self.entry] + ([self.entry_par] if self.entry_par is not None else [])
-        return (sum(len(e.overloads) for e in entries),
-                sum(sum(e.stats.cache_hits.values()) for e in entries),
-                sum(sum(e.stats.cache_misses.values()) for e in entries))
+        kernels = self.entries.kernels()
+
+        def count(ds):
+            return (sum(len(d.overloads) for d in ds),
+                    sum(sum(d.stats.cache_hits.values()) for d in ds),
+                    sum(sum(d.stats.cache_misses.values()) for d in ds))
+
+        e, k = count(entries), count(kernels)
+        return (e[0] + k[0], e[1] + k[1], e[2] + k[2], k[2], k[1])
+
+    def _note_origin(self, before: tuple) -> None:
+        super()._note_origin(before)
+        after = self._state()
+        self.kernels_compiled = after[3] - before[3]
+        self.kernels_from_disk = after[4] - before[4]
+        self.backend.stats["kernels_compiled"] += self.kernels_compiled
+        self.backend.stats["kernels_from_disk"] += self.kernels_from_disk
 
     def _reload(self):
-        sys.modules.pop(f"jittape._generated.{self.name}", None)
-        name, path, _ = _cache.write_module(self.source)
-        mod = _load(name, path)
-        self.entry, self.entry_par = mod.entry, getattr(mod, "entry_par", None)
+        for name in [self.name] + [m for _, m, _ in self.sources.kernels]:
+            sys.modules.pop(f"jittape._generated.{name}", None)
+        _, paths, kmods, mod = _write_and_load(self.sources)
+        self.paths, self.path = paths, paths[0]
+        self._set_modules(mod, kmods)
 
     def warm(self, arrays):
         ctx = _quiet_numba()
@@ -233,10 +286,10 @@ class Program(_runtime.Executable):
         if _THREADS_ENV:
             n = max(1, min(_THREADS_ENV, numba.config.NUMBA_NUM_THREADS))
             if n == 1 or self.entry_par is None:
-                self.entry(*rest)
+                self._run_fn("entry", rest)
             else:
                 numba.set_num_threads(n)
-                self.entry_par(*rest)
+                self._run_fn("entry_par", rest)
             return
         self.calls += 1
         if self.choice is not None and self.calls % RETUNE_CALLS == 0:
@@ -253,16 +306,15 @@ class Program(_runtime.Executable):
                 return
             if background_compile():
                 # compiled by another thread; the serial entry runs meanwhile
-                sig = tuple(numba.typeof(a) for a in rest)
                 self.par_thread = threading.Thread(
-                    target=self._compile_par, args=(sig,), name=f"jittape-compile-{self.name}")
+                    target=self._compile_par, args=(rest,), name=f"jittape-compile-{self.name}")
                 self.par_thread.start()
                 self._run_way((1, self._blas_most), rest)
                 return
             # this call compiles the parallel variant; it is not a measurement
             numba.set_num_threads(most)
             t0 = time.perf_counter()
-            self.entry_par(*rest)
+            self._run_fn("entry_par", rest)
             dt = time.perf_counter() - t0
             self.par_compile_seconds = dt
             self.backend.stats["compile_seconds"] += dt
@@ -309,12 +361,12 @@ class Program(_runtime.Executable):
         if b is not None:
             blas.set_kernel_threads(b)
         if n == 1:
-            self.entry(*rest)
+            self._run_fn("entry", rest)
         else:
             import numba
 
             numba.set_num_threads(n)
-            self.entry_par(*rest)
+            self._run_fn("entry_par", rest)
 
     def _call_profiled(self, args) -> list:
         """A call while a ``jt.profiler.profile()`` is open: ``entry_prof`` reads the
@@ -335,38 +387,26 @@ class Program(_runtime.Executable):
                     blas.set_kernel_threads(self.choice[1])
                 stamps = np.zeros(2 * len(self.kernels), np.int64)
                 rest = (*args, *self.consts, *slots, *outs, stamps)
-                fn = None
-                if clock.AVAILABLE:
-                    mod = _load(self.name, self.path)
-                    fn = getattr(mod, "entry_prof_par" if par else "entry_prof", None)
-                if fn is None:  # no cycle counter: the program's own entry, as a whole
-                    fn, rest, stamps = (self.entry_par if par else self.entry), rest[:-1], None
-                elif not fn.overloads:
-                    import numba.core.errors as ne
-
+                fname = "entry_prof_par" if par else "entry_prof"
+                if not clock.AVAILABLE:  # no cycle counter: the program's own entry
+                    fname, rest, stamps = ("entry_par" if par else "entry"), rest[:-1], None
+                elif fname not in self.entries.fns:
                     t0 = time.perf_counter()
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", ne.NumbaPerformanceWarning)
-                        warnings.simplefilter("ignore", ne.NumbaWarning)
-                        fn.compile(tuple(numba.typeof(a) for a in rest))
-                    profiler.note_compile(time.perf_counter() - t0, f"{self.name[:10]} entry_prof")
+                    self._fn(fname, rest)
+                    profiler.note_compile(time.perf_counter() - t0, f"{self.name[:10]} {fname}")
+                fn, kp = self._fn(fname, rest)
                 if par:
                     numba.set_num_threads(self.threads)
                 t0 = time.perf_counter_ns()
-                fn(*rest)
+                fn(kp, *rest)
                 t1 = time.perf_counter_ns()
             profiler.record_program(self.name[:10], self.kernels, t0, t1, stamps)
         return outs
 
-    def _compile_par(self, sig):
-        import numba.core.errors as ne
-
+    def _compile_par(self, rest):
         t0 = time.perf_counter()
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ne.NumbaPerformanceWarning)
-                warnings.simplefilter("ignore", ne.NumbaWarning)
-                self.entry_par.compile(sig)
+            self._fn("entry_par", rest)
         except Exception:  # noqa: BLE001 - the serial entry stays in use
             return
         dt = time.perf_counter() - t0
@@ -374,6 +414,19 @@ class Program(_runtime.Executable):
         self.backend.stats["compile_seconds"] += dt
         self.par_ready = True
 
+
+
+def _write_and_load(sources) -> tuple:
+    """Write the kernel modules, then the entry module that imports them, and load them
+    all: ``(entry name, paths, kernel modules, entry module)``."""
+    names = {sources.name} | {m for _, m, _ in sources.kernels}
+    paths, kmods = [], []
+    for _, _, text in sources.kernels:
+        name, path, _ = _cache.write_module(text, "jk", keep=names)
+        paths.append(path)
+        kmods.append(_load(name, path))
+    name, path, _ = _cache.write_module(sources.entry, keep=names)
+    return name, [path] + paths, kmods, _load(name, path)
 
 
 def _load(name: str, path: str):
@@ -403,20 +456,31 @@ class CpuBackend(_runtime.Backend):
             passes.configured(passes.plan_buffers, inplace=False),
         )
 
+    def __init__(self):
+        super().__init__()
+        self.stats.update(kernels_compiled=0, kernels_from_disk=0)
+
     def build(self, graph: Graph) -> Program:
-        source, consts, kinfo = generate(graph)
-        name, path, _ = _cache.write_module(source)
-        mod = _load(name, path)
-        return Program(self, graph, source, path, name, mod, consts, kinfo)
+        sources, consts, kinfo = generate(graph)
+        _, paths, kmods, mod = _write_and_load(sources)
+        return Program(self, graph, sources, paths, kmods, mod, consts, kinfo)
 
     def load_errors(self) -> tuple:
+        import pickle
+
         import numba.core.errors as ne
 
+        # an explicit compile (kernel_table.prepare) meets a damaged index as it is:
+        # an UnpicklingError, not wrapped by a lazy call's dispatch
         return (ne.NumbaError, NotImplementedError, TypeError, AttributeError, KeyError,
-                IndexError, EOFError, OSError, ValueError, ImportError, SyntaxError)
+                IndexError, EOFError, OSError, ValueError, ImportError, SyntaxError,
+                pickle.UnpicklingError)
 
     def purge(self, prog) -> None:
-        _cache.purge(prog.name)
+        """The entry module and its kernel modules: which one's cache entry is damaged
+        the error does not say."""
+        for name in [prog.name] + [m for _, m, _ in prog.sources.kernels]:
+            _cache.purge(name)
 
 
 BACKEND = CpuBackend()

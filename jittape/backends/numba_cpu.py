@@ -1,15 +1,22 @@
-"""The Numba CPU dialect: a kernel IR module (``kernel_ir.py``) printed as one Python
-module of ``@numba.njit`` functions.
+"""The Numba CPU dialect: a kernel IR module (``kernel_ir.py``) printed as Python
+modules of ``@numba.njit`` functions: one module per distinct kernel, and the entry's.
 
-- A kernel becomes ``kN`` (its loops serial) and, when it is ``threaded``, ``kN_par``
-  too (its parallel loops as ``prange``, ``parallel=True``).
+- A kernel's module holds ``k`` (its loops serial) and, when it is ``threaded``,
+  ``k_par`` (its parallel loops as ``prange``, ``parallel=True``). Its name is the hash
+  of its text, which names nothing of the graph, so identical kernels of different
+  graphs are one module, one Numba compile and one disk-cache entry.
+- The entry module imports the kernel modules (``k as k3``) and calls each kernel
+  through ``kcall<n>(kp, SITE, k3, ...)`` (``kcall.py``): ``kp`` is a table of kernel
+  addresses, one per call site, its first parameter. Compiling an entry therefore never
+  links or re-optimizes its kernels.
 - The entry is written four ways: ``entry`` (calls the serial kernels), ``entry_par``
   (the threaded ones; only when some kernel is threaded), and ``entry_prof`` /
   ``entry_prof_par``, which read the cycle counter around each kernel call
   (``jt.profiler``; Numba compiles them only when a profile is open).
 - It takes every array as an argument (inputs, constants, buffer slots, outputs), so
   the module has no closures or dynamic globals and Numba's on-disk cache
-  (``cache=True``) serves it to the next process.
+  (``cache=True``) serves it to the next process. Buffer slots are viewed with
+  ``view`` (no checks, no reference counting): such a view never leaves the entry.
 
 Every name printed is one the kernel IR holds; nothing here rewrites text.
 """
@@ -17,7 +24,9 @@ Every name printed is one the kernel IR holds; nothing here rewrites text.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
+from .. import cache as _cache
 from .emit import GENERATOR_VERSION, np_type, reduce_step
 from .kernel_ir import (
     Accumulate, Alloc, Call, Dim, Fill, Full, Gemm, If, Let, Load, Loop, Module, Raise, Store,
@@ -53,9 +62,9 @@ def _view(s: View) -> str:
         return f"np.broadcast_to({s.array}, {_shape(s.arg)})"
     if s.kind == "index":
         return f"{s.array}[{s.arg[0]}]"
-    if s.kind == "slot":
-        count, dims = s.arg
-        return f"{s.array}[:{count}].reshape({_shape(dims)})"
+    if s.kind == "slot":  # the plan sized the slot: at least ``count`` elements
+        _count, dims = s.arg
+        return f"view({s.array}, 0, {_shape(dims)})"
     if s.kind == "flat":
         return f"np.ascontiguousarray({s.array}).ravel()"
     raise ValueError(f"unknown view kind {s.kind!r}")
@@ -101,9 +110,9 @@ def statements(stmts, threaded: bool, call_suffix: str = "", timed: bool = False
                 out.append(f"{pad}np.dot({s.a}, {s.b}, {s.out})")
             elif isinstance(s, Dim):
                 out.append(f"{pad}{s.name} = {s.array}.shape[{s.axis}]")
-            elif isinstance(s, Call):
+            elif isinstance(s, Call):  # through the table: slot = the call site
                 name = s.kernel + (call_suffix if s.parallel else "")
-                call = f"{pad}{name}({', '.join(s.args)})"
+                call = f"{pad}kcall{len(s.args)}({', '.join(['kp', str(s.site), name, *s.args])})"
                 if timed:
                     out.extend([f"{pad}tk[{2 * s.site}] = _cycles()", call,
                                 f"{pad}tk[{2 * s.site + 1}] = _cycles()"])
@@ -129,40 +138,77 @@ def _accumulate(s: Accumulate) -> list:
     return [f"{s.acc} = {reduce_step(s.monoid, s.acc, x, s.dtype)}"]
 
 
+KERNEL_HEAD = (
+    "import math  # noqa: F401",
+    "import numpy as np",
+    "import numba",
+    "from numba import prange  # noqa: F401",
+    "from jittape.backends import vmath as _vm  # noqa: F401",
+    "from jittape.errors import InvalidArgumentError  # noqa: F401",
+)
+
+
 def kernel_source(k, threaded: bool) -> str:
+    """The function ``k`` (``k_par`` when ``threaded``) for kernel ``k``."""
     fm = fastmath_flags() if k.fastmath is None else "False"
     par = ", parallel=True" if threaded else ""
-    name = k.name + ("_par" if threaded else "")
     src = [
         f"@numba.njit(cache=True, error_model='numpy', fastmath={fm}, nogil=True, "
         f"no_cpython_wrapper=True, no_cfunc_wrapper=True{par})",
-        f"def {name}({', '.join(k.params)}):",
+        f"def {'k_par' if threaded else 'k'}({', '.join(k.params)}):",
         f"    # {k.comment}",
     ]
     return "\n".join(src + ["    " + ln for ln in statements(k.body, threaded)] + [""])
 
 
-def render(mod: Module, vm_version: str) -> str:
-    """The module's source."""
+def kernel_module(k, vm_version: str) -> str:
+    """A kernel's own module: nothing in it names the graph or the kernel's number."""
+    head = [f"# jittape kernel module: {k.comment}",
+            f"# generator {GENERATOR_VERSION}, vector math {vm_version}", *KERNEL_HEAD, ""]
+    block = kernel_source(k, False)
+    if k.threaded:
+        block += "\n" + kernel_source(k, True)
+    return "\n".join(head + [block])
+
+
+@dataclass(frozen=True)
+class Sources:
+    """A graph's generated modules: the entry's text and name, and ``(kernel name in the
+    entry, module name, text)`` per kernel module it imports. ``str()``: all of them,
+    the entry first, each kernel module after a line naming its file (golden text)."""
+
+    entry: str
+    name: str
+    kernels: tuple
+
+    def __str__(self) -> str:
+        out = [self.entry]
+        for kname, mname, text in self.kernels:
+            out += [f"# ==== {mname}.py: kernel {kname} ====", text]
+        return "\n".join(out)
+
+
+def render(mod: Module, vm_version: str) -> Sources:
+    """The module's sources."""
+    kernels = []
+    for k in mod.kernels:
+        text = kernel_module(k, vm_version)
+        kernels.append((k.name, _cache.module_name(text, "jk"), text))
+    arities = sorted({len(s.args) for s in mod.entry if isinstance(s, Call)})
     head = [
         f"# jittape generated module: graph {mod.graph_name!r}, {mod.nodes} nodes, "
         f"{len(mod.kernels)} kernels",
         f"# generator {GENERATOR_VERSION}, vector math {vm_version}",
-        "import math  # noqa: F401",
         "import numpy as np",
         "import numba",
-        "from numba import prange  # noqa: F401",
-        "from jittape.backends import vmath as _vm  # noqa: F401",
         "from jittape.backends.clock import cycles as _cycles  # noqa: F401",
-        "from jittape.errors import InvalidArgumentError  # noqa: F401",
-        "",
+        "from jittape.backends.kcall import "
+        + ", ".join([f"kcall{n}" for n in arities] + ["view"]) + "  # noqa: F401",
     ]
-    kernels = []
-    for k in mod.kernels:
-        block = kernel_source(k, False)
-        if k.threaded:
-            block += "\n" + kernel_source(k, True)
-        kernels.append(block)
+    for k, (kname, mname, _) in zip(mod.kernels, kernels):
+        par = f", k_par as {kname}_par" if k.threaded else ""
+        head.append(f"from jittape._generated.{mname} import k as {kname}{par}")
+    head.append("")
     entry = []
     for fname, suffix, doc, timed in (
             ("entry", "", "in order", False),
@@ -171,13 +217,15 @@ def render(mod: Module, vm_version: str) -> str:
             ("entry_prof_par", "_par", "on threads, timing each", True)):
         if suffix and not mod.threaded:
             continue
-        params = list(mod.params) + (["tk"] if timed else [])
+        params = ["kp"] + list(mod.params) + (["tk"] if timed else [])
         entry += [
             "",
             "@numba.njit(cache=True, error_model='numpy', nogil=True)",
             f"def {fname}({', '.join(params)}):",
-            f'    """Runs the graph\'s {len(mod.kernels)} kernels {doc}."""',
+            f'    """Runs the graph\'s {len(mod.kernels)} kernels {doc}; ``kp``: their '
+            'addresses, one per call."""',
         ]
         entry += ["    " + ln for ln in statements(mod.entry, False, suffix, timed)]
         entry += ["    return 0", ""]
-    return "\n".join(head + kernels + entry)
+    text = "\n".join(head + entry)
+    return Sources(text, _cache.module_name(text), tuple(kernels))

@@ -430,7 +430,8 @@ class Backend:
         text = str(err)
         if prog is not None:
             for name, desc in prog.kernels:
-                if f"{name}(" in text or f".{name}" in text or f" {name} " in text:
+                # k3( and .k3 name it in a traceback, " k3," in a kcall's arguments
+                if any(f in text for f in (f"{name}(", f".{name}", f" {name} ", f" {name},")):
                     return f"kernel {name} ({desc}): {text.splitlines()[0]}"
         first = text.strip().splitlines()[0] if text.strip() else type(err).__name__
         return f"{type(err).__name__}: {first}"

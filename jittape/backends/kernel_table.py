@@ -1,0 +1,162 @@
+"""The pointer table of a generated entry, and the manifest that refills it.
+
+An entry calls its kernels through ``kcall<n>(kp, SLOT, ...)`` (``kcall.py``): ``kp``
+holds one kernel address per call site. When the entry is compiled, its typing says
+which kernel, for which argument types, each slot holds; that is written down as a
+manifest, one per (entry module, entry function, entry signature), beside Numba's cache
+files of the module. When Numba serves the entry from its disk cache nothing is typed,
+and the manifest is what fills the table. Without a readable manifest the entry never
+runs: its cache is flushed and it is compiled again (:class:`Stale`).
+
+A :class:`Table` keeps the kernel dispatchers alive: the addresses belong to their
+libraries. :class:`Entries` holds a loaded entry module's functions, each with its table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+
+import numpy as np
+
+from . import kcall
+
+_FORMAT = 1  # the manifest's layout; part of its content, with Numba's version
+
+
+class Stale(Exception):
+    """An entry loaded from Numba's disk cache that has no usable manifest."""
+
+
+class Table:
+    """``kp`` (int64, one address per slot) and the dispatchers it points into."""
+
+    def __init__(self, slots: dict):
+        self.slots = slots  # slot -> (dispatcher, argument types)
+        self.kp = np.zeros(max(slots) + 1 if slots else 1, np.int64)
+        for s, (disp, argtypes) in slots.items():
+            self.kp[s] = kcall.kernel_address(disp, argtypes)
+        self.keep = [d for d, _ in slots.values()]
+
+
+def manifest_path(cache_dir: str, module: str, fname: str, sig: tuple) -> str:
+    """The manifest's file: the key holds the full signature (dtypes, layouts, readonly
+    flags): one entry compiled for other argument types calls other kernel variants."""
+    import numba
+
+    key = hashlib.sha256(f"{numba.__version__} {sig!r}".encode()).hexdigest()[:16]
+    return os.path.join(cache_dir, "__pycache__", f"{module}.{fname}.{key}.kman")
+
+
+def _write(path: str, slots: dict) -> None:
+    import numba
+
+    man = {s: (d.py_func.__module__, d.py_func.__name__, at) for s, (d, at) in slots.items()}
+    data = pickle.dumps((_FORMAT, numba.__version__, man))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                               dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)  # a reader sees the whole manifest or none
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _read(path: str):
+    """The manifest's slots (dispatchers found in the loaded kernel modules), or None:
+    missing, unreadable, of another format or Numba, or naming a module not loaded."""
+    import numba
+
+    try:
+        with open(path, "rb") as f:
+            fmt, version, man = pickle.load(f)
+        if fmt != _FORMAT or version != numba.__version__:
+            return None
+        return {s: (getattr(sys.modules[m], fn), tuple(at)) for s, (m, fn, at) in man.items()}
+    except Exception:  # noqa: BLE001 - any damage means: compile again
+        return None
+
+
+def prepare(entry, sig: tuple, cache_dir: str, module: str, calls: int) -> Table:
+    """Compile ``entry`` (a dispatcher) for ``sig`` or load it from the disk cache, and
+    its table of ``calls`` slots. Raises :class:`Stale` when Numba served it from disk
+    and no manifest says what all its slots hold (the caller flushes the cache and
+    loads a fresh dispatcher). A table made once is kept on the dispatcher."""
+    tables = entry.__dict__.setdefault("_jittape_tables", {})
+    table = tables.get(sig)
+    if table is not None:
+        return table
+    fname = entry.py_func.__name__
+    path = manifest_path(cache_dir, module, fname, sig)
+    hits = sum(entry.stats.cache_hits.values())
+    had = sig in entry.overloads
+    entry.compile(sig)
+    if had or sum(entry.stats.cache_hits.values()) > hits:  # not typed now
+        slots = _read(path)
+        if slots is None or set(slots) != set(range(calls)):
+            raise Stale(f"{module}.{fname}: loaded from Numba's cache without a manifest")
+    else:
+        slots = kcall.slots(entry.overloads[sig])
+        if set(slots) != set(range(calls)):  # never run with a slot left at 0
+            raise RuntimeError(f"{module}.{fname}: the compiled entry's kernel calls are "
+                               f"slots {sorted(slots)}, not 0..{calls - 1}")
+        _write(path, slots)
+    table = tables[sig] = Table(slots)
+    return table
+
+
+def flush(entry) -> None:
+    """Drop ``entry``'s overloads from Numba's disk cache (the next load compiles)."""
+    cache = getattr(entry, "_cache", None)
+    if cache is not None:
+        cache.flush()
+
+
+class Entries:
+    """The functions of a loaded entry module (``entry``, ``entry_par``, ``entry_prof``,
+    ``entry_prof_par``), each ready with its own table once asked for (``fns``: name ->
+    (dispatcher, kp)); ``kmods``: the kernel modules it imports. ``load(name, path)``
+    imports a module afresh once ``sys.modules`` no longer holds it."""
+
+    def __init__(self, mod, kmods, path: str, calls: int, load):
+        self.mod, self.kmods, self.path, self.calls, self.load = mod, kmods, path, calls, load
+        self.name = os.path.basename(path)[:-3]
+        self.fns: dict = {}
+        self.tables: dict = {}  # name -> Table: keeps the kernels' dispatchers alive
+
+    def get(self, fname: str, sig: tuple) -> tuple:
+        """``(dispatcher, kp)`` of ``fname`` compiled or loaded for ``sig``."""
+        got = self.fns.get(fname)
+        if got is not None:
+            return got
+        where = (os.path.dirname(self.path), self.name, self.calls)
+        fn = getattr(self.mod, fname)
+        try:
+            table = prepare(fn, sig, *where)
+        except Stale:
+            # served from Numba's disk cache with no manifest to fill its table: never
+            # run it so; drop its cache, compile a fresh dispatcher (the module again)
+            flush(fn)
+            sys.modules.pop(f"jittape._generated.{self.name}", None)
+            self.mod, self.fns, self.tables = self.load(self.name, self.path), {}, {}
+            fn = getattr(self.mod, fname)
+            table = prepare(fn, sig, *where)
+        got = self.fns[fname] = (fn, table.kp)
+        self.tables[fname] = table
+        return got
+
+    def kernels(self) -> list:
+        """The kernel dispatchers (``k``, and ``k_par`` where there is one)."""
+        out = []
+        for m in self.kmods:
+            out += [m.k] + ([m.k_par] if hasattr(m, "k_par") else [])
+        return out
