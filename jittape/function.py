@@ -1627,6 +1627,17 @@ class Explanation:
         if prog is not None and prog.ready:
             self.times["compile"] = prog.compile_seconds
 
+    def kernel_notes(self) -> dict:
+        """value id -> the kernel (as the kernel list, the generated source and
+        ``jt.profiler`` name it) that computes the node defining it."""
+        prog = self.concrete.program
+        calls = getattr(getattr(prog, "sources", None), "calls", ())
+        notes: dict = {}
+        for v, (name, _) in zip(calls, self.kernels):
+            if v is not None:
+                notes[v] = f"{notes[v]}, {name}" if v in notes else name
+        return notes
+
     def __str__(self):
         cf = self.concrete
         fn = self.function
@@ -1679,7 +1690,7 @@ class Explanation:
                      f"codegen {t['codegen']:.3f} s, {comp}")
         lines.append("")
         lines.append("-- optimized graph --")
-        lines.append(print_graph(cf.graph))
+        lines.append(print_graph(cf.graph, notes=self.kernel_notes()))
         return "\n".join(lines)
 
     __repr__ = __str__

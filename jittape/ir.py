@@ -661,13 +661,16 @@ def _fmt_attr(v) -> str:
     return repr(v)
 
 
-def print_graph(g: Graph, show_loc: bool = False) -> str:
+def print_graph(g: Graph, show_loc: bool = False, notes: dict | None = None) -> str:
     """One line a node, like a jaxpr::
 
         graph grad(%0: f32[3], %1: f32[3]) {
           %2 = multiply %0, %1              : f32[3]
           return %2
         }
+
+    ``notes``: value id -> a comment for the line of the node that computes it first
+    (``explain()`` names the kernel that runs each node).
     """
     args = ", ".join(f"%{v}: {t}" for v, t in zip(g.inputs, g.input_types))
     lines = [f"graph {g.name}({args}) {{"]
@@ -681,6 +684,9 @@ def print_graph(g: Graph, show_loc: bool = False) -> str:
         lhs = f"  {outs} = {n.op.name}{' ' + ins if ins else ''}{attrs}"
         tys = ", ".join(str(t) for t in n.types)
         line = f"{lhs:<36} : {tys}"
+        note = notes.get(n.outputs[0]) if notes and n.outputs else None
+        if note:
+            line += f"    # {note}"
         if show_loc and n.loc:
             loc = n.loc if isinstance(n.loc, str) else f"{n.loc[0]}:{n.loc[1]}"
             line += f"    # {loc}"

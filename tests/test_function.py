@@ -615,3 +615,27 @@ def test_shape_error_while_tracing_names_the_op_shapes_and_the_line():
     msg = str(e.value)
     assert msg.startswith("matmul: Matrix size-incompatible: In[0]: [2,3], In[1]: [4,5]")
     assert f"test_function.py:{line})" in msg
+
+
+def test_explain_names_each_kernel_as_the_source_and_the_profiler_do():
+    """One numbering: the kernel list, the optimized graph's notes, the generated entry's
+    calls and the kernels' comments say the same kernel names."""
+    def f(x, w):
+        y = jt.debugging.check_numerics(jt.matmul(x, w), "m")
+        return jt.reduce_sum(jt.tanh(y) * 2.0, axis=1), jt.matmul(y, w)
+
+    x, w = np.ones((4, 4), np.float32), np.eye(4, dtype=np.float32)
+    fn = jt.function(f, backend="cpu")
+    fn(x, w)
+    ex = fn.explain(x, w)
+    names = [name for name, _ in ex.kernels]
+    text = str(ex)
+    graph_text = text.split("-- optimized graph --")[1]
+    for name in set(names):
+        assert f"# {name}" in graph_text
+    sources = ex.concrete.program.sources
+    for site, name in enumerate(names):  # the entry's call at each site
+        assert re.search(rf"kcall\d+\(kp, {site}, {name},", sources.entry), (site, name)
+    kinds = {name: desc.split(" over ")[0].split(" of ")[0] for name, desc in ex.kernels}
+    for kname, _, ktext in sources.kernels:
+        assert f"    # {kinds[kname]}" in ktext

@@ -200,6 +200,9 @@ class Module:
     params: tuple = ()
     entry: list = field(default_factory=list)
     calls: int = 0  # kernel calls in the entry
+    # per kernel call, the first value the graph's node computes there: the node that
+    # explain() marks with the call's kernel name
+    call_values: list = field(default_factory=list)
 
     @property
     def threaded(self) -> bool:

@@ -180,6 +180,9 @@ class Sources:
     entry: str
     name: str
     kernels: tuple
+    # per kernel call, the value its node computes first (``Module.call_values``): not
+    # part of the text
+    calls: tuple = ()
 
     def __str__(self) -> str:
         out = [self.entry]
@@ -228,4 +231,4 @@ def render(mod: Module, vm_version: str) -> Sources:
         entry += ["    " + ln for ln in statements(mod.entry, False, suffix, timed)]
         entry += ["    return 0", ""]
     text = "\n".join(head + entry)
-    return Sources(text, _cache.module_name(text), tuple(kernels))
+    return Sources(text, _cache.module_name(text), tuple(kernels), tuple(mod.call_values))

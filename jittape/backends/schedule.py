@@ -269,6 +269,7 @@ class Scheduler:
         plan = graph.buffers
         self.slot_of = plan.slot_of() if plan is not None else {}
         self.slots = list(plan.slots) if plan is not None else []
+        self._node = None
         self.out_pos: dict = {}
         for k, o in enumerate(graph.outputs):
             self.out_pos.setdefault(o, k)
@@ -364,6 +365,7 @@ class Scheduler:
         return self.mod
 
     def node(self, n: Node):
+        self._node = n  # kernel() notes which node each call computes
         rule = self.lowering(n.op)
         if rule is None:
             raise Unsupported(n.op.name, n.op.interpret_only
@@ -482,6 +484,7 @@ class Scheduler:
         finally:
             _KERNEL[0] = saved
         self.entry.append(Call(name, call_args, threaded, len(self.kinfo) - 1))
+        self.mod.call_values.append(self._node.outputs[0] if self._node.outputs else None)
 
     def fused(self, n: Node):
         from passes import body_phases
