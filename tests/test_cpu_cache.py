@@ -691,3 +691,52 @@ def test_a_program_with_matmuls_measures_blas_threads_and_keeps_one():
         assert {w for w, _ in prog.trials} == {(1, blas.cpu_count()), (1, 1)}
     for r in results:
         np.testing.assert_allclose(r, first, rtol=1e-12)
+
+
+_POOL_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    sys.path.insert(0, {root!r})
+    sys.path.insert(0, {bench!r})
+    import numpy as np
+    import jittape as jt
+    from jittape.backends import compile_pool, cpu
+    from train_steps import CONFIGS, NumpyStep, data, jittape_step
+    {patch}
+    cfg = CONFIGS["small"]
+    x, y, ws, bs = data(cfg)
+    ref = NumpyStep(cfg, [w.copy() for w in ws], [b.copy() for b in bs])
+    step = jittape_step(cfg, ws, bs, compiled=True, backend="cpu")
+    losses = [(float(step(jt.constant(x), jt.constant(y))), float(ref(x, y)))
+              for _ in range(3)]
+    print(json.dumps(dict(stats=cpu.stats, losses=losses,
+                          workers=len(compile_pool._POOL))))
+    """
+)
+
+
+@pytest.mark.parametrize("worker", ["works", "fails"])
+def test_kernels_compile_in_a_worker_process_beside_this_one(tmp_path, worker):
+    """With a compile worker, a cold step's kernels are compiled partly there (this
+    process loads them from the disk cache the worker wrote), and the step computes what
+    numpy does; a worker that fails every job leaves all of them to this process."""
+    import json
+
+    patch = ("compile_pool._Worker.compile = lambda self, *a: False"
+             if worker == "fails" else "")
+    env = dict(os.environ, JITTAPE_CACHE_DIR=str(tmp_path), JITTAPE_COMPILE_WORKERS="1",
+               JITTAPE_BACKGROUND_COMPILE="0")
+    code = _POOL_SCRIPT.format(root=ROOT, bench=os.path.join(ROOT, "benchmarks"),
+                               patch=patch)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    for got, want in res["losses"]:
+        np.testing.assert_allclose(got, want, rtol=2e-5)
+    st = res["stats"]
+    assert res["workers"] == 1 and st["fallbacks"] == 0
+    if worker == "works":  # some compiled in the worker, loaded here from disk
+        assert st["kernels_from_disk"] > 0 and st["kernels_compiled"] > 0
+    else:
+        assert st["kernels_from_disk"] == 0 and st["kernels_compiled"] > 0

@@ -3,8 +3,10 @@ buffer view without checks.
 
 ``kcall<n>(kp, SLOT, kernel, a0, ..., a<n-1>)`` calls the ``@njit`` dispatcher
 ``kernel`` through the address ``kp[SLOT]`` (``kp``: an int64 array, the entry's first
-parameter). Typing compiles the kernel for the argument types, or loads it from its own
-disk cache; the code loads ``kp[SLOT]``, casts it to the kernel's native function
+parameter). Typing needs only the argument types (a generated kernel returns nothing):
+the kernels are compiled, or loaded from their own disk caches, when the entry's table
+is made (``kernel_table.py``, side by side: ``compile_pool.py``). The code loads
+``kp[SLOT]``, casts it to the kernel's native function
 (Numba's calling convention) and calls it, passing an exception the kernel raised on to
 the entry's caller. The kernel's library is not linked into the entry, so compiling an
 entry never re-optimizes its kernels. :func:`slots` reads, from a compiled entry's
@@ -36,6 +38,9 @@ def kernel_address(disp, argtypes: tuple) -> int:
     """Compile (or load) ``disp`` for ``argtypes``; the address of its native function."""
     disp.compile(argtypes)
     cres = disp.overloads[argtypes]
+    if cres.signature.return_type != types.none:  # the call below assumes none
+        raise TypeError(f"kernel {disp.py_func.__qualname__} returns "
+                        f"{cres.signature.return_type}; generated kernels return nothing")
     addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
     if not addr:
         raise RuntimeError(f"no native symbol for {disp.py_func.__qualname__}{argtypes}")
@@ -66,9 +71,10 @@ def _type_call(kp, slot, kern, args):
     if not isinstance(slot, types.IntegerLiteral) or not isinstance(kern, types.Dispatcher):
         return None
     argtypes = tuple(types.unliteral(a) for a in args)
-    disp = kern.dispatcher
-    kernel_address(disp, argtypes)
-    restype = disp.overloads[argtypes].signature.return_type
+    # the kernel is not compiled here: typing the entry needs only its argument types
+    # (generated kernels return nothing), so the kernels compile after the entry, side
+    # by side (compile_pool.py), when its table is made
+    restype = types.none
     n = slot.literal_value
 
     def codegen(context, builder, sig, llargs):

@@ -22,7 +22,7 @@ import tempfile
 
 import numpy as np
 
-from . import kcall
+from . import compile_pool, kcall
 
 _FORMAT = 1  # the manifest's layout; part of its content, with Numba's version
 
@@ -36,6 +36,7 @@ class Table:
 
     def __init__(self, slots: dict):
         self.slots = slots  # slot -> (dispatcher, argument types)
+        compile_pool.compile_kernels(slots.values())
         self.kp = np.zeros(max(slots) + 1 if slots else 1, np.int64)
         for s, (disp, argtypes) in slots.items():
             self.kp[s] = kcall.kernel_address(disp, argtypes)

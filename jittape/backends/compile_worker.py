@@ -1,0 +1,40 @@
+"""A compile worker (``compile_pool.py``): reads one job a line from stdin (a hex pickle
+of ``(module file, module name, function name, argument types)``), compiles that
+kernel (``k`` or ``k_par``) for those types, which writes Numba's disk cache, and
+answers ``ok`` or ``error``. Exits at the end of its input. Run as ``python -m
+jittape.backends.compile_worker``."""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+import sys
+
+
+def _kernel(path: str, name: str, fname: str):
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+    return getattr(mod, fname)
+
+
+def main() -> None:
+    import warnings
+
+    warnings.simplefilter("ignore")  # Numba's performance hints: this process has no user
+    for line in sys.stdin:
+        try:
+            path, name, fname, argtypes = pickle.loads(bytes.fromhex(line.strip()))
+            _kernel(path, name, fname).compile(tuple(argtypes))
+            answer = "ok"
+        except Exception:  # noqa: BLE001 - the asking process compiles it itself
+            answer = "error"
+        sys.stdout.write(answer + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
