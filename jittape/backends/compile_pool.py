@@ -90,53 +90,78 @@ def _pool() -> list:
         return list(_POOL)
 
 
+def warm_up() -> None:
+    """Start the workers now (they take about 0.7 s to import Numba): called when a new
+    program is generated, so that they are ready when its kernels are."""
+    _pool()
+
+
 @atexit.register
 def _shutdown() -> None:
     for w in _POOL:
         w.close()
 
 
-def compile_kernels(jobs) -> None:
-    """Compile each ``(dispatcher, argument types)`` of ``jobs`` (or load it from Numba's
-    disk cache), with the workers' help when there are enough of them."""
-    todo = [(d, at) for d, at in dict.fromkeys(jobs) if at not in d.overloads]
-    workers = _pool() if len(todo) >= _MIN_JOBS else []
-    if not workers:
-        for disp, at in todo:
-            disp.compile(at)
-        return
-    queue = collections.deque(todo)
-    lock = threading.Lock()
-    done_elsewhere: list = []
+class Batch:
+    """Kernel compiles under way: the workers take jobs from the back of the queue as
+    soon as it is made; :meth:`finish` has this process take them from the front, then
+    loads what the workers compiled from the disk cache they wrote."""
 
-    def feed(worker):
+    def __init__(self, todo, workers):
+        self.queue = collections.deque(todo)
+        self.lock = threading.Lock()
+        self.done_elsewhere: list = []
+        self.threads = [threading.Thread(target=self._feed, args=(w,), daemon=True)
+                        for w in workers]
+        for t in self.threads:
+            t.start()
+
+    def _feed(self, worker):
         while True:
-            with lock:
-                if not queue:
+            with self.lock:
+                if not self.queue:
                     return
-                disp, at = queue.pop()  # from the back; this process takes the front
+                disp, at = self.queue.pop()  # from the back; this process takes the front
             mod = sys.modules.get(disp.py_func.__module__)
             path = getattr(mod, "__file__", None)
             if path and worker.compile(path, disp.py_func.__module__, disp.py_func.__name__,
                                        at):
-                done_elsewhere.append((disp, at))
+                self.done_elsewhere.append((disp, at))
             else:
-                with lock:
-                    queue.append((disp, at))  # this process compiles it
+                with self.lock:
+                    self.queue.append((disp, at))  # this process compiles it
                 return
 
-    threads = [threading.Thread(target=feed, args=(w,), daemon=True) for w in workers]
-    for t in threads:
-        t.start()
-    while True:
-        with lock:
-            if not queue:
-                break
-            disp, at = queue.popleft()
-        disp.compile(at)
-    for t in threads:
-        t.join()
-    for disp, at in queue:  # a worker gave up on these after this process finished
-        disp.compile(at)
-    for disp, at in done_elsewhere:  # from the disk cache the workers wrote
-        disp.compile(at)
+    def finish(self) -> None:
+        while True:
+            with self.lock:
+                if not self.queue:
+                    break
+                disp, at = self.queue.popleft()
+            disp.compile(at)
+        for t in self.threads:
+            t.join()
+        for disp, at in self.queue:  # a worker gave up on these after this process finished
+            disp.compile(at)
+        for disp, at in self.done_elsewhere:  # from the disk cache the workers wrote
+            disp.compile(at)
+
+
+def start(jobs) -> Batch | None:
+    """Start compiling ``jobs`` (``(dispatcher, argument types)``) in the workers; None
+    when there are no workers or too few jobs for them (compile them here then)."""
+    todo = [(d, at) for d, at in dict.fromkeys(jobs) if at not in d.overloads]
+    workers = _pool() if len(todo) >= _MIN_JOBS else []
+    return Batch(todo, workers) if workers else None
+
+
+def compile_kernels(jobs) -> None:
+    """Compile each ``(dispatcher, argument types)`` of ``jobs`` (or load it from Numba's
+    disk cache), with the workers' help when there are enough of them."""
+    batch = start(jobs)
+    if batch is not None:
+        batch.finish()
+        return
+    for disp, at in dict.fromkeys(jobs):
+        if at not in disp.overloads:
+            disp.compile(at)

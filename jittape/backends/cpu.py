@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import cache as _cache
 from ..ir import Graph
-from . import blas, kernel_table, numba_cpu
+from . import blas, compile_pool, kernel_table, numba_cpu
 from . import runtime as _runtime
 from .emit import Unsupported  # noqa: F401 - cpu.Unsupported, for callers
 from .schedule import PARALLEL_MIN, schedule  # noqa: F401 - cpu.PARALLEL_MIN too
@@ -462,6 +462,8 @@ class CpuBackend(_runtime.Backend):
 
     def build(self, graph: Graph) -> Program:
         sources, consts, kinfo = generate(graph)
+        if not kernel_table.compiled_before(_cache.cache_dir(), sources.name):
+            compile_pool.warm_up()  # workers import Numba while this one loads and types
         _, paths, kmods, mod = _write_and_load(sources)
         return Program(self, graph, sources, paths, kmods, mod, consts, kinfo)
 

@@ -47,6 +47,24 @@ def kernel_address(disp, argtypes: tuple) -> int:
     return addr
 
 
+def typed_slots(disp, sig: tuple) -> dict:
+    """:func:`slots` of ``disp`` compiled for ``sig``, from type inference alone (no
+    lowering, no machine code): what the kernels' compiles can start from while the
+    entry itself compiles."""
+    from numba.core import compiler, typed_passes
+
+    disp.typingctx.refresh()  # intrinsics and overloads registered since (view, kcall)
+    disp.targetctx.refresh()
+    interp = compiler.run_frontend(disp.py_func)
+    res = typed_passes.type_inference_stage(disp.typingctx, disp.targetctx, interp, sig,
+                                            None)
+    out = {}
+    for s in res.calltypes.values():
+        if s is not None and _is_kcall(s):
+            out[s.args[1].literal_value] = (s.args[2].dispatcher, tuple(s.args[3:]))
+    return out
+
+
 def _is_kcall(sig) -> bool:
     """Whether a call signature is one ``_type_call`` gave: (int64 table, literal slot,
     a dispatcher, arguments). Nothing else in a generated entry has that shape."""

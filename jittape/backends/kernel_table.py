@@ -43,6 +43,15 @@ class Table:
         self.keep = [d for d, _ in slots.values()]
 
 
+def compiled_before(cache_dir: str, module: str) -> bool:
+    """Whether an entry of ``module`` was compiled before (it left a manifest)."""
+    try:
+        names = os.listdir(os.path.join(cache_dir, "__pycache__"))
+    except OSError:
+        return False
+    return any(n.startswith(module + ".") and n.endswith(".kman") for n in names)
+
+
 def manifest_path(cache_dir: str, module: str, fname: str, sig: tuple) -> str:
     """The manifest's file: the key holds the full signature (dtypes, layouts, readonly
     flags): one entry compiled for other argument types calls other kernel variants."""
@@ -100,7 +109,16 @@ def prepare(entry, sig: tuple, cache_dir: str, module: str, calls: int) -> Table
     path = manifest_path(cache_dir, module, fname, sig)
     hits = sum(entry.stats.cache_hits.values())
     had = sig in entry.overloads
+    early = None
+    if not had and not os.path.exists(path):
+        # a new entry: its kernels start compiling (in the workers) while it compiles
+        try:
+            early = compile_pool.start(kcall.typed_slots(entry, sig).values())
+        except Exception:  # noqa: BLE001 - typing alone failed: the usual order then
+            early = None
     entry.compile(sig)
+    if early is not None:
+        early.finish()
     if had or sum(entry.stats.cache_hits.values()) > hits:  # not typed now
         slots = _read(path)
         if slots is None or set(slots) != set(range(calls)):
