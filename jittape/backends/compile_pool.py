@@ -52,6 +52,17 @@ class _Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, text=True, bufsize=1)
         self.lock = threading.Lock()
+        # set once the worker has imported Numba (it says "ready"): until then no job
+        # waits for it
+        self.ready = threading.Event()
+        threading.Thread(target=self._wait_ready, daemon=True).start()
+
+    def _wait_ready(self) -> None:
+        try:
+            if self.proc.stdout.readline().strip() == "ready":
+                self.ready.set()
+        except (OSError, ValueError):
+            pass
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -73,16 +84,19 @@ class _Worker:
             self.proc.wait(timeout=5)
         except Exception:  # noqa: BLE001 - exiting anyway
             self.proc.kill()
+        finally:
+            self.proc.stdout.close()
 
 
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
 
 
-def _pool() -> list:
+def _pool(spawn: bool = False) -> list:
+    """The live workers; ``spawn``: start the missing ones first."""
     with _POOL_LOCK:
         _POOL[:] = [w for w in _POOL if w.alive()]
-        while len(_POOL) < _workers_wanted():
+        while spawn and len(_POOL) < _workers_wanted():
             try:
                 _POOL.append(_Worker())
             except OSError:
@@ -91,9 +105,11 @@ def _pool() -> list:
 
 
 def warm_up() -> None:
-    """Start the workers now (they take about 0.7 s to import Numba): called when a new
-    program is generated, so that they are ready when its kernels are."""
-    _pool()
+    """Start the workers now (they take about 0.7 s to import Numba): called when a
+    program no process compiled before is generated, so that they are ready when its
+    kernels are. Nothing else starts them: a program loaded from the disk cache loads
+    its kernels from there, faster than a worker could start."""
+    _pool(spawn=True)
 
 
 @atexit.register
@@ -117,6 +133,10 @@ class Batch:
             t.start()
 
     def _feed(self, worker):
+        while not worker.ready.wait(0.01):  # still importing: take nothing yet
+            with self.lock:
+                if not self.queue or not worker.alive():
+                    return
         while True:
             with self.lock:
                 if not self.queue:

@@ -25,6 +25,10 @@ def main() -> None:
     import warnings
 
     warnings.simplefilter("ignore")  # Numba's performance hints: this process has no user
+    import jittape.backends.vmath  # noqa: F401 - what every kernel module imports
+
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
     for line in sys.stdin:
         try:
             path, name, fname, argtypes = pickle.loads(bytes.fromhex(line.strip()))

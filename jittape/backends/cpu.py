@@ -462,7 +462,9 @@ class CpuBackend(_runtime.Backend):
 
     def build(self, graph: Graph) -> Program:
         sources, consts, kinfo = generate(graph)
-        if not kernel_table.compiled_before(_cache.cache_dir(), sources.name):
+        d = _cache.cache_dir()
+        if not kernel_table.compiled_before(d, sources.name) and not \
+                kernel_table.kernels_indexed(d, [(m, "k") for _, m, _ in sources.kernels]):
             compile_pool.warm_up()  # workers import Numba while this one loads and types
         _, paths, kmods, mod = _write_and_load(sources)
         return Program(self, graph, sources, paths, kmods, mod, consts, kinfo)

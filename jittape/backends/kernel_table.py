@@ -52,6 +52,26 @@ def compiled_before(cache_dir: str, module: str) -> bool:
     return any(n.startswith(module + ".") and n.endswith(".kman") for n in names)
 
 
+def kernels_indexed(cache_dir: str, functions) -> bool:
+    """Whether each ``(kernel module, function)`` has a Numba cache index on disk: some
+    process compiled it before, and it loads from there (nothing to compile early)."""
+    try:
+        names = os.listdir(os.path.join(cache_dir, "__pycache__"))
+    except OSError:
+        return False
+    indexed = {n.split("-")[0] for n in names if n.endswith(".nbi")}  # "<module>.<fn>"
+    return all(f"{m}.{f}" in indexed for m, f in functions)
+
+
+def _kernels_cached(entry, cache_dir: str) -> bool:
+    """:func:`kernels_indexed` for the kernels ``entry`` calls."""
+    return kernels_indexed(cache_dir, [
+        (v.py_func.__module__.rsplit(".", 1)[1], v.py_func.__name__)
+        for v in entry.py_func.__globals__.values()
+        if getattr(getattr(v, "py_func", None), "__module__", "").startswith(
+            "jittape._generated.jk_")])
+
+
 def manifest_path(cache_dir: str, module: str, fname: str, sig: tuple) -> str:
     """The manifest's file: the key holds the full signature (dtypes, layouts, readonly
     flags): one entry compiled for other argument types calls other kernel variants."""
@@ -110,7 +130,7 @@ def prepare(entry, sig: tuple, cache_dir: str, module: str, calls: int) -> Table
     hits = sum(entry.stats.cache_hits.values())
     had = sig in entry.overloads
     early = None
-    if not had and not os.path.exists(path):
+    if not had and not os.path.exists(path) and not _kernels_cached(entry, cache_dir):
         # a new entry: its kernels start compiling (in the workers) while it compiles
         try:
             early = compile_pool.start(kcall.typed_slots(entry, sig).values())
