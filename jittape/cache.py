@@ -118,7 +118,7 @@ def write_module(source: str, kind: str = "jt", keep=()) -> tuple[str, str, bool
             return name, path, True
         purge(name)
     try:
-        _write(d, path, name, source)
+        write_atomic(path, source)
     except OSError as e:
         # a directory that looked writable is not (a read-only mount, a full disk, a
         # permission that os.access did not see): the rest of this process uses the
@@ -131,17 +131,23 @@ def write_module(source: str, kind: str = "jt", keep=()) -> tuple[str, str, bool
         if os.path.exists(path) and _intact(path, name):
             return name, path, True
         purge(name)
-        _write(d, path, name, source)
+        write_atomic(path, source)
     _enforce_bound(keep={name, *keep})
     return name, path, False
 
 
-def _write(d: str, path: str, name: str, source: str) -> None:
-    """Write atomically: a temporary file, then a rename (a reader sees all or nothing)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=d)
+def write_atomic(path: str, data) -> None:
+    """Write ``data`` (text or bytes) to ``path`` atomically: a temporary file beside it
+    (``.<name>.<random>.tmp``), then a rename, so a reader sees all of it or none."""
+    d, base = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base.rsplit('.', 1)[0]}.", suffix=".tmp", dir=d)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(source)
+        if isinstance(data, bytes):
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(data)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -18,10 +18,10 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 
 import numpy as np
 
+from .. import cache as _cache
 from . import compile_pool, kcall
 
 _FORMAT = 1  # the manifest's layout; part of its content, with Numba's version
@@ -87,18 +87,7 @@ def _write(path: str, slots: dict) -> None:
     man = {s: (d.py_func.__module__, d.py_func.__name__, at) for s, (d, at) in slots.items()}
     data = pickle.dumps((_FORMAT, numba.__version__, man))
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
-                               dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)  # a reader sees the whole manifest or none
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    _cache.write_atomic(path, data)  # a reader sees the whole manifest or none
 
 
 def _read(path: str):
