@@ -22,190 +22,23 @@ lowers each op.
 from __future__ import annotations
 
 import contextlib
-import keyword
 import os
-import re
 
 import numpy as np
 
-from ..ir import Graph, Node, Type, decode_index, freeze_attrs
+from ..ir import Graph, Node, freeze_attrs
 from .emit import REDUCE_INIT, Unsupported, emit_values, literal
 from .kernel_ir import (
-    Accumulate, Alloc, Call, Dim, Fill, Full, Gemm, If, Kernel, Let, Load, Loop, Module, Raise,
-    Store, Update, View,
+    Accumulate, Alloc, Call, Dim, Fill, Full, Gemm, If, Kernel, Let, Load, Module, Store, View,
 )
+from .kernel_names import (  # noqa: F401 - fmt_key, input_params: also schedule's
+    _DIMS, _KERNEL, Names, _contig, _d, _dims, _dprod, _gstr, _index, _nest, _prod,
+    _subscript, _tstr, fmt_key, input_params,
+)
+from .schedule_ops import OpKernels
 
 # Iteration spaces at least this large (in element-ops) run their outer loop on threads.
 PARALLEL_MIN = int(os.environ.get("JITTAPE_PARALLEL_MIN", 1 << 16))
-
-
-class Names:
-    """The names of one scope of generated code (a kernel, or the entry), given out as
-    the scheduler asks for them: ``value("v", 812)`` is ``v0`` the first time a kernel
-    asks for a ``v``, and the same name whenever it asks again. The order of asking
-    follows the graph's structure, never its value ids, so two graphs (or two kernels)
-    of one structure give the same text."""
-
-    __slots__ = ("of", "count", "dims", "frozen", "top")
-
-    def __init__(self):
-        self.frozen = False  # dim() answers only the dims asked for already
-        self.of: dict = {}  # (prefix, value id) -> name
-        self.count: dict = {}  # prefix -> names given
-        self.dims: dict = {}  # the module's dim name (D3) -> this kernel's (d0), in order
-        self.top: list = []  # loop-invariant loads (0-d operands), hoisted to the top
-
-    def value(self, prefix: str, vid) -> str:
-        key = (prefix, vid)
-        name = self.of.get(key)
-        if name is None:
-            k = self.count.get(prefix, 0)
-            self.count[prefix] = k + 1
-            name = self.of[key] = f"{prefix}{k}"
-        return name
-
-    def dim(self, module_name: str) -> str:
-        name = self.dims.get(module_name)
-        if name is None:
-            if self.frozen:
-                return "*"  # a size the kernel does not read (a comment names it so)
-            name = self.dims[module_name] = f"d{len(self.dims)}"
-        return name
-
-
-# Dimension names of the module being scheduled: size -> name (``D0``...). Sizes are
-# named after the entry's input dims (``D0 = in0.shape[0]``), so the module does not
-# change with them: a new batch size gives the same module, and its compiled code (in
-# memory and on disk) serves it. Only one module is scheduled at a time (the backend
-# holds its lock).
-_DIMS: dict = {}
-# The scope of the kernel being written, while one is (``Scheduler.kernel_scope``):
-# inside it a module dim is a parameter of the kernel, named by that scope (``d0``).
-_KERNEL: list = [None]
-
-
-def _d(size) -> str:
-    """A dimension as an expression: its name, or the literal (0, 1 and sizes no input
-    has). Inside a kernel, the kernel's own name for it."""
-    size = int(size)
-    name = _DIMS.get(size)
-    if name is None:
-        return str(size)
-    scope = _KERNEL[0]
-    if scope is not None and name[0] == "D":
-        return scope.dim(name)
-    return name
-
-
-def _dims(shape) -> tuple:
-    return tuple(_d(x) for x in shape)
-
-
-def _dprod(sizes) -> str:
-    """The product of dims as an expression (``D0 * 10``)."""
-    lits, names = 1, []
-    for x in sizes:
-        n = _d(x)
-        if n.isdigit():
-            lits *= int(n)
-        else:
-            names.append(n)
-    if lits == 0:
-        return "0"
-    if lits != 1 or not names:
-        names.append(str(lits))
-    return " * ".join(names)
-
-
-def _index(shape, space_vars: list) -> tuple:
-    """Index terms for an operand of ``shape`` read over a loop nest whose variables
-    are ``space_vars`` (one per space dim, or a literal ``"0"``): numpy broadcasting,
-    right-aligned, size-1 dims read at 0."""
-    r, k = len(space_vars), len(shape)
-    return tuple("0" if d == 1 else space_vars[r - k + j] for j, d in enumerate(shape))
-
-
-def _subscript(array: str, index: tuple) -> str:
-    return f"{array}[{', '.join(index) if index else '()'}]"
-
-
-def fmt_key(key) -> str:
-    """A strided_slice key as numpy's index syntax."""
-    parts = []
-    for k in key:
-        if isinstance(k, tuple) and k and k[0] == "slice":
-            a, b, c = ("" if p is None else str(p) for p in k[1:])
-            parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
-        elif k == "...":
-            parts.append("...")
-        elif k == "newaxis":
-            parts.append("None")
-        else:
-            parts.append(str(int(k)))
-    if not parts:
-        return "..."
-    return ", ".join(parts) + ("," if len(parts) == 1 else "")
-
-
-# names the entry gives its own values (views t0, dims D0, constants c0, outputs o0,
-# slots slot_0, the profiler's tk) and the module's globals: no input may take them
-_TAKEN = re.compile(r"^(?:[tcoD]\d+|slot_\d+|tk|np|numba|math|prange|entry\w*|k\d+\w*)$")
-
-
-def input_params(graph: Graph) -> list:
-    """The entry's parameter name for each graph input, from the graph's input names:
-    a variable ``dense_1/kernel`` is ``w_dense_1_kernel``, an argument ``x`` is ``x``,
-    others as named (``seed``, ``random``, ``capture0``); unnamed ones ``in<k>``. Names
-    are identifiers, unique, and never one the entry uses for its own values."""
-    out, seen = [], set()
-    names = graph.input_names or ()
-    for k in range(len(graph.inputs)):
-        raw = names[k] if k < len(names) else ""
-        if raw.startswith("var:"):
-            raw = "w_" + raw[4:]
-        elif raw.startswith("arg:"):
-            raw = raw[4:]
-        name = re.sub(r"[^0-9A-Za-z_]+", "_", raw).strip("_").lower() or f"in{k}"
-        if name[0].isdigit() or keyword.iskeyword(name) or _TAKEN.match(name):
-            name = "in_" + name
-        base, j = name, 1
-        while name in seen:
-            name = f"{base}_{j}"
-            j += 1
-        seen.add(name)
-        out.append(name)
-    return out
-
-
-def _prod(xs) -> int:
-    n = 1
-    for x in xs:
-        n *= int(x)
-    return n
-
-
-def _tstr(shape, dtype) -> str:
-    """A type as ``explain()`` prints it (``f32[64,10]``)."""
-    return str(Type(tuple(shape), dtype))
-
-
-def _gstr(shape, dtype) -> str:
-    """A type with its sizes named as the kernel names them (``f32[d0,10]``), so that a
-    kernel's comment does not change with a batch size."""
-    return str(Type((), dtype))[:-2] + "[" + ",".join(_d(x) for x in shape) + "]"
-
-
-def _contig(a):
-    """``a`` C-contiguous (``np.ascontiguousarray`` would make a 0-d array 1-d)."""
-    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
-
-
-def _nest(space_vars, extents, inner, parallel_first: bool) -> list:
-    """Loops over ``extents`` (outermost first) around the statements ``inner``."""
-    body = list(inner)
-    for d in reversed(range(len(extents))):
-        body = [Loop(space_vars[d], extents[d], tuple(body), parallel_first and d == 0)]
-    return body
 
 
 class _Operand:
@@ -242,7 +75,7 @@ def _wrap(n: Node, kind: str, types: dict, **attrs) -> Node:
                 n.types, n.loc)
 
 
-class Scheduler:
+class Scheduler(OpKernels):
     """Builds the kernel IR module for one graph. ``lowering(op)`` is the backend's
     table: the name of the rule here that lowers ``op``, or None (no lowering)."""
 
@@ -814,166 +647,6 @@ class Scheduler:
                 loop.append(Store(p, _index(s, vars_), env[bo]))
             stmts += _nest(vars_, extents, loop, True)
         return stmts, threaded
-
-    # -- ops that are not fused --------------------------------------------------
-    def _three(self, shape, axis):
-        """The (before, along, after) sizes around ``axis``, as expressions."""
-        return (_dprod(shape[:axis]), _d(shape[axis]) if len(shape) else "1",
-                _dprod(shape[axis + 1:]))
-
-    def op_argmax(self, n, cmp=">"):
-        (x,), o = n.inputs, n.outputs[0]
-        shape, dt = self.types[x].shape, self.types[x].dtype
-        ax = int(dict(n.attrs)["axis"])
-        P, N, Q = self._three(shape, ax)
-        d = self.dest(o)
-        scan = Loop("k", N, (
-            Load("v", "x", ("p", "k", "q")),
-            If(f"v {cmp} best or (v != v and best == best)", (Let("best", "v"), Let("at", "k"))),
-        ), start="1")
-        body = [
-            View("x", "a0", "reshape", (P, N, Q)),
-            View("o", "r0", "reshape", (P, Q)),
-            *_nest(["p", "q"], [P, Q], [Load("best", "x", ("p", "0", "q")), Let("at", "0"),
-                                        scan, Store("o", ("p", "q"), "at")], False),
-        ]
-        name = n.op.name
-        self.kernel(lambda ts: f"{name} over axis {ax} of {ts(shape, dt)}",
-                    [("a0", self.contiguous(x)), ("r0", d)], body, False, False)
-
-    def op_argmin(self, n):
-        self.op_argmax(n, "<")
-
-    def op_gather(self, n):
-        p_, i_ = n.inputs
-        o = n.outputs[0]
-        ax = int(dict(n.attrs)["axis"])
-        ps, dt = self.types[p_].shape, self.types[p_].dtype
-        P, N, Q = self._three(ps, ax)
-        M = _dprod(self.types[i_].shape)
-        d = self.dest(o)
-        body = [
-            View("p", "a0", "reshape", (P, N, Q)),
-            View("ix", "a1", "reshape", (M,)),
-            View("o", "r0", "reshape", (P, M, Q)),
-            _index_check("gather", M, N, int(ps[ax])),
-            *_nest(["pp", "m"], [P, M], [
-                Load("j", "ix", ("m",)),
-                Loop("q", Q, (Store("o", ("pp", "m", "q"), "p[pp, j, q]"),)),
-            ], False),
-        ]
-        self.kernel(lambda ts: f"gather along axis {ax} of {ts(ps, dt)}",
-                    [("a0", self.contiguous(p_)), ("a1", self.contiguous(i_)), ("r0", d)],
-                    body, False, False)
-
-    def op_scatter_add(self, n):
-        g_, i_ = n.inputs
-        o = n.outputs[0]
-        a = dict(n.attrs)
-        ax, shape, dt = int(a["axis"]), tuple(a["shape"]), n.types[0].dtype
-        P, N, Q = self._three(shape, ax)
-        M = _dprod(self.types[i_].shape)
-        d = self.dest(o)
-        body = [
-            View("g", "a0", "reshape", (P, M, Q)),
-            View("ix", "a1", "reshape", (M,)),
-            View("o", "r0", "reshape", (P, N, Q)),
-            Fill("o", "0"),
-            _index_check("scatter_add", M, N, int(shape[ax])),
-            *_nest(["pp", "m"], [P, M], [
-                Load("j", "ix", ("m",)),
-                Loop("q", Q, (Update("o[pp, j, q]", "+", "g[pp, m, q]"),)),
-            ], False),
-        ]
-        self.kernel(lambda ts: f"scatter_add along axis {ax} into {ts(shape, dt)}",
-                    [("a0", self.contiguous(g_)), ("a1", self.contiguous(i_)), ("r0", d)],
-                    body, False, False)
-
-    def op_one_hot(self, n):
-        (i_,), o = n.inputs, n.outputs[0]
-        a = dict(n.attrs)
-        ishape, idt = self.types[i_].shape, self.types[i_].dtype
-        ax = int(a["axis"])
-        ax = len(ishape) if ax < 0 else ax
-        depth, dt = int(a["depth"]), n.types[0].dtype
-        P, Q = _dprod(ishape[:ax]), _dprod(ishape[ax:])
-        d = self.dest(o)
-        on, off = literal(a["on_value"], dt), literal(a["off_value"], dt)
-        # fill with off_value (a vectorized store), then set one element per index:
-        # the select per element ran at a fifth of the memory's speed
-        body = [
-            View("ix", "a0", "reshape", (P, Q)),
-            View("o", "r0", "reshape", (P, str(depth), Q)),
-            View("flat", "r0", "reshape", (f"{P} * {depth} * {Q}",)),
-            Loop("j", "flat.shape[0]", (Store("flat", ("j",), off),)),
-            *_nest(["p", "q"], [P, Q], [
-                Load("k", "ix", ("p", "q")),
-                If(f"k >= 0 and k < {depth}", (Store("o", ("p", "k", "q"), on),)),
-            ], False),
-        ]
-        self.kernel(lambda ts: f"one_hot depth {depth} of {ts(ishape, idt)}",
-                    [("a0", self.contiguous(i_)), ("r0", d)], body, False, False)
-
-    def op_concat(self, n):
-        o = n.outputs[0]
-        ax = int(dict(n.attrs)["axis"])
-        shape, dt = n.types[0].shape, n.types[0].dtype
-        P, N, Q = self._three(shape, ax)
-        d = self.dest(o)
-        args = [("r0", d)]
-        body = [View("o", "r0", "reshape", (P, N, Q))]
-        off = "0"
-        for j, x in enumerate(n.inputs):
-            m = _d(self.types[x].shape[ax])
-            args.append((f"a{j}", self.contiguous(x)))
-            end = m if off == "0" else f"{off} + {m}"
-            body.append(Store("o", (":", f"{off}:{end}", ":"), f"a{j}.reshape(({P}, {m}, {Q}))"))
-            off = end
-        self.kernel(lambda ts: f"concat along axis {ax} into {ts(shape, dt)}",
-                    args, body, False, False)
-
-    def op_strided_slice_grad(self, n):
-        (g_,), o = n.inputs, n.outputs[0]
-        a = dict(n.attrs)
-        shape, key, dt = tuple(a["shape"]), tuple(a["key"]), n.types[0].dtype
-        sel = np.empty(shape, dtype=bool)[decode_index(tuple(k for k in key if k != "newaxis"))]
-        plain = tuple(k for k in key if k != "newaxis")
-        d = self.dest(o)
-        sel_shape = "(" + "".join(f"{_d(x)}, " for x in sel.shape).rstrip(" ") + ")"
-        body = [Fill("r0", "0"), Store("r0", (fmt_key(plain),), f"a0.reshape({sel_shape})")]
-        self.kernel(lambda ts: f"strided_slice_grad into {ts(shape, dt)}",
-                    [("a0", self.contiguous(g_)), ("r0", d)], body, False, False)
-
-    def op_check_numerics(self, n):
-        (x,), o = n.inputs, n.outputs[0]
-        t = self.types[x]
-        msg = str(dict(n.attrs)["message"])
-        if not t.is_float:
-            self.val[o] = self.val[x]
-            return
-        m = {k: f"{msg} : Tensor had {k} values" for k in ("NaN", "Inf", "Inf and NaN")}
-        body = [
-            Let("nan", "False"),
-            Let("inf", "False"),
-            View("flat", "a0", "flat"),
-            Loop("j", "flat.shape[0]", (
-                Load("v", "flat", ("j",)),
-                If("v != v", (Let("nan", "True"),)),
-                If("v == np.inf or v == -np.inf", (Let("inf", "True"),)),
-            )),
-            If("nan and inf", (Raise(m["Inf and NaN"]),)),
-            If("nan", (Raise(m["NaN"]),)),
-            If("inf", (Raise(m["Inf"]),)),
-        ]
-        self.kernel(lambda ts: f"check_numerics of {ts(t.shape, t.dtype)}",
-                    [("a0", self.val[x].var)], body, False, False)
-        self.val[o] = self.val[x]
-
-
-def _index_check(op: str, m: str, n: str, n_lit: int) -> Loop:
-    """A loop that raises when an index of ``ix[:m]`` is not in ``[0, n)``."""
-    return Loop("m", m, (If(f"ix[m] < 0 or ix[m] >= {n}",
-                            (Raise(f"{op}: an index is not in [0, {n_lit})"),)),))
 
 
 def schedule(graph: Graph, lowering) -> tuple:
