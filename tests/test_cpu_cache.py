@@ -740,3 +740,28 @@ def test_kernels_compile_in_a_worker_process_beside_this_one(tmp_path, worker):
         assert st["kernels_from_disk"] > 0 and st["kernels_compiled"] > 0
     else:
         assert st["kernels_from_disk"] == 0 and st["kernels_compiled"] > 0
+
+
+def test_a_forked_child_does_not_use_its_parents_compile_workers(monkeypatch):
+    """A worker answers over pipes its parent holds: a child forked after the workers
+    started must not send jobs there (the two processes would read each other's
+    answers), so it sees no workers and compiles by itself."""
+    from jittape.backends import compile_pool
+
+    monkeypatch.setenv("JITTAPE_COMPILE_WORKERS", "1")
+    workers = compile_pool._pool(spawn=True)
+    assert len(workers) == 1 and workers[0].alive()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report what it sees, and leave without cleanup
+        try:
+            seen = len(compile_pool._pool())
+        except BaseException:  # noqa: BLE001
+            seen = -1
+        os.write(w, str(seen).encode())
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    assert os.read(r, 16) == b"0"
+    os.close(r)
+    assert compile_pool._pool() == workers  # the parent's worker is untouched

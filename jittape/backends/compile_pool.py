@@ -51,6 +51,7 @@ class _Worker:
             [sys.executable, "-m", "jittape.backends.compile_worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, text=True, bufsize=1)
+        self.owner = os.getpid()  # a forked child must not talk over its parent's pipes
         self.lock = threading.Lock()
         # set once the worker has imported Numba (it says "ready"): until then no job
         # waits for it
@@ -65,7 +66,7 @@ class _Worker:
             pass
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.owner == os.getpid() and self.proc.poll() is None
 
     def compile(self, path: str, module: str, fname: str, argtypes) -> bool:
         """Whether the worker compiled ``module.fname`` for ``argtypes`` (into the cache)."""
@@ -95,6 +96,7 @@ _POOL_LOCK = threading.Lock()
 def _pool(spawn: bool = False) -> list:
     """The live workers; ``spawn``: start the missing ones first."""
     with _POOL_LOCK:
+        # dead workers, and a forked parent's (this process may not use its pipes)
         _POOL[:] = [w for w in _POOL if w.alive()]
         while spawn and len(_POOL) < _workers_wanted():
             try:
@@ -115,7 +117,8 @@ def warm_up() -> None:
 @atexit.register
 def _shutdown() -> None:
     for w in _POOL:
-        w.close()
+        if w.owner == os.getpid():
+            w.close()
 
 
 class Batch:
