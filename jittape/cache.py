@@ -157,6 +157,22 @@ def write_atomic(path: str, data) -> None:
         raise
 
 
+def load_module(modname: str, path: str):
+    """The module ``modname`` from the file ``path``, imported once (``sys.modules``
+    keeps it): generated modules are real files, so Numba's disk cache serves them."""
+    import importlib.util
+    import sys
+
+    mod = sys.modules.get(modname)
+    if mod is not None:
+        return mod
+    spec = importlib.util.spec_from_file_location(modname, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules[modname] = mod
+    return mod
+
+
 def purge(name: str) -> None:
     """Delete a module and Numba's compiled code for it."""
     d = cache_dir()

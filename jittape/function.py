@@ -783,7 +783,7 @@ class ConcreteFunction:
         prog = spec.program
         if prog is not None and prog.ready and prog.fallback is None:
             outs = prog(arrays, trusted=True)
-        elif backends.get(self.backend).compiles:
+        elif (backend := backends.get(self.backend)).compiles:
             raw, arrays = arrays, [backends.frozen(a) for a in arrays]
             if prog is not None and not prog.ready and prog.fallback is None \
                     and backends.background_compile():
@@ -793,7 +793,7 @@ class ConcreteFunction:
                 outs = self._interpret(spec, arrays, raw)
                 self._compiled(spec)
             else:
-                outs = backends.get(self.backend).run_arrays(spec.graph, arrays)
+                outs = backend.run_arrays(spec.graph, arrays)
                 self._compiled(spec)
         else:
             outs = backends.run(spec.graph, dict(zip(spec.graph.inputs, arrays)), self.backend)

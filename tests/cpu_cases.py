@@ -2,7 +2,7 @@
 ``interpret`` backends, know which ops the cpu backend really compiled, and never let a
 silent fallback to the interpreter pass for a compiled result.
 
-- :class:`CompileSpy` wraps ``jittape.backends.cpu.run``: after every call it checks
+- :class:`CompileSpy` wraps ``jittape.backends.cpu.BACKEND.run``: after every call it checks
   that the graph was compiled and ran compiled (no fallback, no ``CompileWarning``
   swallowed because an equal one was already given), and records the op names of the
   graph, fused bodies included, into every recorder that is open.
@@ -63,7 +63,7 @@ def record():
 
 
 class CompileSpy:
-    """Stands in for ``cpu.run`` (see the module docstring)."""
+    """Stands in for ``cpu.BACKEND.run`` (see the module docstring)."""
 
     def __init__(self, run):
         self.run = run

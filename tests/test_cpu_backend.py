@@ -62,7 +62,7 @@ DTYPES = ["float64", "float32"]
 @pytest.fixture(autouse=True, scope="module")
 def _spy():
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cpu, "run", CompileSpy(cpu.run))
+        mp.setattr(cpu.BACKEND, "run", CompileSpy(cpu.BACKEND.run))
         yield
 
 

@@ -688,9 +688,9 @@ def _what(prog, k):
 
 @pytest.fixture
 def spy():
-    s = CompileSpy(cpu.run)
+    s = CompileSpy(cpu.BACKEND.run)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cpu, "run", s)
+        mp.setattr(cpu.BACKEND, "run", s)
         yield s
 
 

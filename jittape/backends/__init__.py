@@ -57,16 +57,6 @@ def get(name: str | None = None):
     raise ValueError(f"unknown backend {name!r}; choose one of {list(_NAMES)}")
 
 
-def _module(name: str):
-    if name == "interpret":
-        return interpret
-    if name == "cpu":
-        from . import cpu
-
-        return cpu
-    raise ValueError(f"unknown backend {name!r}; choose one of {list(_NAMES)}")
-
-
 def check_backend(name: str) -> str:
     """``name`` if it is a backend that exists; a clear error otherwise."""
     if name in _NAMES:
@@ -127,7 +117,7 @@ def optimize(graph, pipeline) -> tuple:
 
 def run(graph, feeds: dict, backend: str | None = None) -> list:
     """Run ``graph`` with ``feeds`` (input id -> ndarray); returns the output arrays."""
-    return _module(backend or _current[0]).run(graph, feeds)
+    return get(backend).run(graph, feeds)
 
 
 def frozen(a):

@@ -10,9 +10,10 @@ ends of one queue, so nothing waits for a worker to start. Measured on the proje
 1.8 s in two.
 
 ``JITTAPE_COMPILE_WORKERS`` sets how many workers (default: one per core beyond the
-first, at most 3; ``0``: none). A worker starts at the first compile that has kernels
-to compile, and serves every later one; it exits when this process closes its pipe
-(at exit, or if this process dies). A job a worker fails (or a worker that died) is
+first, at most 3; ``0``: none). Workers start when a program that no process compiled
+before, and whose kernels are not on disk, is generated (``warm_up``), and serve every
+later compile of this process; a worker exits when this process closes its pipe (at
+exit, or if this process dies). A job a worker fails (or a worker that died) is
 compiled here: a worker can make a compile faster, never wrong.
 """
 
@@ -170,21 +171,15 @@ class Batch:
             disp.compile(at)
 
 
-def start(jobs) -> Batch | None:
-    """Start compiling ``jobs`` (``(dispatcher, argument types)``) in the workers; None
-    when there are no workers or too few jobs for them (compile them here then)."""
+def start(jobs) -> Batch:
+    """Start compiling ``jobs`` (``(dispatcher, argument types)``) in the workers, when
+    there are workers and enough jobs for them; :meth:`Batch.finish` compiles the rest
+    here."""
     todo = [(d, at) for d, at in dict.fromkeys(jobs) if at not in d.overloads]
-    workers = _pool() if len(todo) >= _MIN_JOBS else []
-    return Batch(todo, workers) if workers else None
+    return Batch(todo, _pool() if len(todo) >= _MIN_JOBS else [])
 
 
 def compile_kernels(jobs) -> None:
     """Compile each ``(dispatcher, argument types)`` of ``jobs`` (or load it from Numba's
     disk cache), with the workers' help when there are enough of them."""
-    batch = start(jobs)
-    if batch is not None:
-        batch.finish()
-        return
-    for disp, at in dict.fromkeys(jobs):
-        if at not in disp.overloads:
-            disp.compile(at)
+    start(jobs).finish()

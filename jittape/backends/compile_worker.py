@@ -6,19 +6,14 @@ jittape.backends.compile_worker``."""
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 import sys
 
 
 def _kernel(path: str, name: str, fname: str):
-    mod = sys.modules.get(name)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        sys.modules[name] = mod
-    return getattr(mod, fname)
+    from jittape.cache import load_module
+
+    return getattr(load_module(name, path), fname)
 
 
 def main() -> None:

@@ -24,7 +24,6 @@ A graph that cannot be compiled runs on ``interpret`` with one warning naming th
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import threading
@@ -430,15 +429,7 @@ def _write_and_load(sources) -> tuple:
 
 
 def _load(name: str, path: str):
-    modname = f"jittape._generated.{name}"
-    mod = sys.modules.get(modname)
-    if mod is not None:
-        return mod
-    spec = importlib.util.spec_from_file_location(modname, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    sys.modules[modname] = mod
-    return mod
+    return _cache.load_module(f"jittape._generated.{name}", path)
 
 
 class CpuBackend(_runtime.Backend):

@@ -59,10 +59,8 @@ def scalar_expr(n: Node, args: list) -> str:
         if a.size != 1:
             raise Unsupported(op.name, f"a constant of shape {list(a.shape)} is not a scalar")
         return literal(a.reshape(()), out.dtype)
-    if op.view in ("layout", "broadcast") and out.size == 1:
-        return args[0]
-    if op.view == "broadcast":  # the loads broadcast by index arithmetic
-        return args[0]
+    if op.view == "broadcast" or (op.view == "layout" and out.size == 1):
+        return args[0]  # the loads broadcast by index arithmetic
     if op.name == "cast" and out.dtype == "bool":
         return f"({args[0]} != 0)"
     if op.scalar is None:

@@ -58,11 +58,7 @@ def typed_slots(disp, sig: tuple) -> dict:
     interp = compiler.run_frontend(disp.py_func)
     res = typed_passes.type_inference_stage(disp.typingctx, disp.targetctx, interp, sig,
                                             None)
-    out = {}
-    for s in res.calltypes.values():
-        if s is not None and _is_kcall(s):
-            out[s.args[1].literal_value] = (s.args[2].dispatcher, tuple(s.args[3:]))
-    return out
+    return _slots_of(res.calltypes)
 
 
 def _is_kcall(sig) -> bool:
@@ -77,7 +73,10 @@ def slots(cres) -> dict:
     """``slot -> (dispatcher, argument types)`` of the kcalls in a compile result (one
     that was compiled now: a result loaded from the disk cache has no call types)."""
     # the type annotation's: saving to the disk cache sets fndesc.calltypes to None
-    calltypes = cres.type_annotation.calltypes
+    return _slots_of(cres.type_annotation.calltypes)
+
+
+def _slots_of(calltypes) -> dict:
     out = {}
     for sig in calltypes.values():
         if sig is not None and _is_kcall(sig):

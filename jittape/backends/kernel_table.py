@@ -124,7 +124,7 @@ def prepare(entry, sig: tuple, cache_dir: str, module: str, calls: int) -> Table
         try:
             early = compile_pool.start(kcall.typed_slots(entry, sig).values())
         except Exception:  # noqa: BLE001 - typing alone failed: the usual order then
-            early = None
+            pass
     entry.compile(sig)
     if early is not None:
         early.finish()
