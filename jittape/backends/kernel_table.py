@@ -64,10 +64,13 @@ def kernels_indexed(cache_dir: str, functions) -> bool:
 
 
 def _kernels_cached(entry, cache_dir: str) -> bool:
-    """:func:`kernels_indexed` for the kernels ``entry`` calls."""
+    """:func:`kernels_indexed` for the kernels ``entry`` calls: the names its code
+    reads (the module imports ``k_par`` beside ``k`` for ``entry_par``; a serial entry
+    must not wait for parallel variants nobody compiled)."""
+    g = entry.py_func.__globals__
+    kernels = [g[n] for n in entry.py_func.__code__.co_names if n in g]
     return kernels_indexed(cache_dir, [
-        (v.py_func.__module__.rsplit(".", 1)[1], v.py_func.__name__)
-        for v in entry.py_func.__globals__.values()
+        (v.py_func.__module__.rsplit(".", 1)[1], v.py_func.__name__) for v in kernels
         if getattr(getattr(v, "py_func", None), "__module__", "").startswith(
             "jittape._generated.jk_")])
 

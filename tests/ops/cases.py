@@ -844,6 +844,10 @@ case("unstack", "axis1", lambda x: jt.unstack(x, axis=1), lambda x: [x[:, 0], x[
      [F((3, 2))])
 
 
+# the catalogue's other case modules append their cases to CASES when imported here
+from . import cases_creation, cases_math  # noqa: E402,F401
+
+
 def cases_by_op() -> dict:
     out: dict = {}
     for c in CASES:
