@@ -136,18 +136,20 @@ def write_module(source: str, kind: str = "jt", keep=()) -> tuple[str, str, bool
     return name, path, False
 
 
-def write_atomic(path: str, data) -> None:
+def write_atomic(path: str, data, durable: bool = False) -> None:
     """Write ``data`` (text or bytes) to ``path`` atomically: a temporary file beside it
-    (``.<name>.<random>.tmp``), then a rename, so a reader sees all of it or none."""
+    (``.<name>.<random>.tmp``), then a rename, so a reader sees all of it or none.
+    ``durable``: flush the file to the disk before the rename (checkpoints: a power cut
+    after the rename still finds the data)."""
     d, base = os.path.split(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{base.rsplit('.', 1)[0]}.", suffix=".tmp", dir=d)
     try:
-        if isinstance(data, bytes):
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(data)
+        with (os.fdopen(fd, "wb") if isinstance(data, bytes)
+              else os.fdopen(fd, "w", encoding="utf-8")) as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -31,6 +31,7 @@ import weakref
 import numpy as np
 
 from . import initializers as _init
+from . import train as _train
 from . import nest
 from . import ops as _ops
 from . import random as _random
@@ -241,6 +242,8 @@ def _wrap_build(build):
             if shape is not None:
                 self._build_input_shape = _batchless(shape)
             self.built = True
+            if _train._PENDING:  # a checkpoint restored before this layer had weights
+                _train.restore_deferred()
         return result
 
     wrapper._jt_marks_built = True

@@ -28,6 +28,7 @@ import warnings
 import numpy as np
 
 from .. import ops as _ops
+from .. import train as _train
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, Variable, convert_to_tensor
 from . import schedules  # noqa: F401
@@ -139,6 +140,8 @@ class Optimizer:
                      name=f"{self.name}/{_vname(variable)}/{slot_name}")
         self._slots.setdefault(variable.ref(), {})[slot_name] = s
         self._slot_variables.append(s)
+        if _train._PENDING:  # a checkpoint restored before this slot existed
+            _train.restore_deferred()
         return s
 
     def _slot_names_for(self, variable) -> tuple:
