@@ -36,6 +36,7 @@ from . import random, initializers, layers, optimizers, losses, train  # noqa: F
 from .layers import Sequential  # noqa: F401
 from . import config  # noqa: F401
 from .function import Function, TensorSpec, function  # noqa: F401
+from .printing import print  # noqa: F401,A001 (tf.print)
 
 
 def constant(value, dtype=None, shape=None, name=None):  # noqa: F811 (TF's argument name)

@@ -40,6 +40,7 @@ import numpy as np
 import passes
 
 from . import _state, backends, nest
+from . import printing as _printing
 from . import profiler as _profiler
 from . import config as _config
 from .config import _flags
@@ -278,6 +279,19 @@ def _symbolize(obj, make):
     return obj
 
 
+def _describe_spec(x) -> str:
+    """A structure of specs and values as TF's pretty-printed signature writes it."""
+    if isinstance(x, TensorSpec):
+        return repr(x)
+    if isinstance(x, dict):
+        return "Dict[" + ", ".join(f"[{k!r}, {_describe_spec(v)}]" for k, v in x.items()) + "]"
+    if isinstance(x, tuple):
+        return "Tuple[" + ", ".join(_describe_spec(v) for v in x) + "]"
+    if isinstance(x, list):
+        return "List[" + ", ".join(_describe_spec(v) for v in x) + "]"
+    return f"Literal[{x!r}]"
+
+
 def _arg_name(j, params, varargs=None) -> str:
     """The name of positional argument ``j``: its parameter's, ``rest[i]`` for the i-th
     value of a ``*rest`` parameter, else ``args[j]``."""
@@ -480,6 +494,7 @@ class FunctionTracer(Tracer):
         self.written: dict = {}  # variable uid -> variable, in order of first assign
         self.created_vars: list = []
         self.draws: list = []  # (input id, draw) of random values, in program order
+        self.prints: list = []  # jt.print calls: (structure, slots, value ids, options)
 
     def add(self, op, ins, attrs, types, loc=None):
         return super().add(op, ins, attrs, types, loc=loc or user_location(2))
@@ -644,6 +659,8 @@ class ConcreteFunction:
         self._captures: dict = {}  # graph input id -> captured array
         self.created: list = []
         self.draws: list = []
+        self.prints: list = []  # jt.print calls, see printing.run_prints
+        self.input_structure = ((), {})  # (args, kwargs), TensorSpecs for the tensors
         # symbolic sizes: (argument leaf, dim, Dim) per symbolic size of an argument,
         # and the root symbols in order (a binding is their sizes); None: all known
         self.symbols_at = None
@@ -653,8 +670,10 @@ class ConcreteFunction:
         self._specs: collections.OrderedDict = collections.OrderedDict()
         self._spec_lock = threading.Lock()
 
-    # the last binding's pieces, under the names they have always had
-    graph = property(lambda self: self.spec.graph)
+    # the last binding's pieces, under the names they have always had; ``graph`` is the
+    # trace itself while no binding of its symbolic sizes has run
+    graph = property(lambda self: self.spec.graph if self.spec.graph is not None
+                     else self.traced)
     reports = property(lambda self: self.spec.reports)
     feed_plan = property(lambda self: self.spec.feed_plan)
     ready = property(lambda self: self.spec.ready)
@@ -677,6 +696,65 @@ class ConcreteFunction:
     def specializations(self) -> int:
         """Bindings of the symbolic sizes seen so far (1 for a trace with known sizes)."""
         return len(self._specs) if self.symbolic else 1
+
+    # -- TF's introspection -----------------------------------------------------------
+    @property
+    def structured_input_signature(self) -> tuple:
+        """``(args, kwargs)`` as traced: a ``jt.TensorSpec`` per tensor argument (None
+        for a symbolic size), Python values as they were."""
+        return self.input_structure
+
+    @property
+    def structured_outputs(self):
+        """The outputs' structure, a ``jt.TensorSpec`` per tensor (None for a symbolic
+        size), Python values as they were."""
+        g = self.traced
+        types = g.types()
+        flat = []
+        for p in self.out_plan:
+            if type(p) is int:
+                ty = types[g.outputs[p]]
+                flat.append(TensorSpec(tuple(d if isinstance(d, int) else None
+                                             for d in ty.shape), ty.dtype))
+            else:
+                flat.append(p[1])
+        return nest.pack_sequence_as(self.out_structure, flat)
+
+    def pretty_printed_signature(self, verbose=True) -> str:
+        """The signature as TF prints it: input parameters, output type, captures."""
+        args, kwargs = self.input_structure
+        lines = ["Input Parameters:"]
+        for j, a in enumerate(args):
+            name = self.params[j] if j < len(self.params) else f"args[{j}]"
+            lines.append(f"  {name} (POSITIONAL_OR_KEYWORD): {_describe_spec(a)}")
+        for k, a in kwargs.items():
+            lines.append(f"  {k} (KEYWORD_ONLY): {_describe_spec(a)}")
+        lines.append("Output Type:")
+        lines.append(f"  {_describe_spec(self.structured_outputs)}")
+        lines.append("Captures:")
+        caps = [f"  {ty}" for vid, ty in zip(self.traced.inputs, self.traced.input_types)
+                if self._source.get(vid, ("",))[0] != "arg"]
+        lines.extend(caps or ["  None"])
+        return "\n".join(lines)
+
+    def __call__(self, *args, **kwargs):
+        """Run this trace (the arguments must fit its signature; no retrace)."""
+        fn = getattr(self, "_function", None)
+        fn = fn() if fn is not None else None
+        if fn is None:
+            raise RuntimeError(f"concrete function {self.name!r}: its jt.function is gone")
+        args, kwargs = fn._canonical(args, kwargs)
+        leaves: list = []
+        key = fn._call_key(self.backend, args, kwargs, leaves)
+        if fn._mask:
+            key = _relax_key(key, fn._mask, leaves)
+        if key != self.key:
+            want = self.pretty_printed_signature().split("Output Type:")[0].rstrip()
+            raise TypeError(
+                f"concrete function {self.name!r}: the arguments do not fit its signature "
+                f"(a concrete function never traces again; call the jt.function itself for "
+                f"other arguments).\n{want}")
+        return self.run(leaves)
 
     # -- specializing ----------------------------------------------------------------
     def specialize(self, graph, sizes=(), values=None):
@@ -804,6 +882,8 @@ class ConcreteFunction:
                 a.setflags(write=False)
             v._value = a
             v._read_tensor = None
+        if self.prints:
+            _printing.run_prints(self.prints, outs)
         flat = [Tensor(outs[p], _own=True) if type(p) is int else p[1] for p in self.out_plan]
         return nest.pack_sequence_as(self.out_structure, flat)
 
@@ -1392,6 +1472,16 @@ class Function:
 
         sym_args = _symbolize(args, make)
         sym_kwargs = _symbolize(kwargs, make)
+        n_spec = [0]
+
+        def spec_of(ty):
+            k = n_spec[0]
+            n_spec[0] += 1
+            dims = (mask.get(k) if mask else None) or ()
+            return TensorSpec(tuple(None if j in dims else d for j, d in enumerate(ty.shape)),
+                              ty.dtype, name=paths[k] if k < len(paths) else None)
+
+        cf.input_structure = (_symbolize(args, spec_of), _symbolize(kwargs, spec_of))
         before = ([_nest(a) for a in sym_args], {k: _nest(v) for k, v in sym_kwargs.items()})
         with tracer:
             try:
@@ -1450,8 +1540,14 @@ class Function:
         for uid, v in tracer.written.items():
             writes.append((v, len(out_ids)))
             out_ids.append(tracer.vars[uid][1]._id)
+        prints = []  # each jt.print's values are outputs too: printed after each call
+        for structure, slots, vids, opts in tracer.prints:
+            prints.append((structure, slots, list(range(len(out_ids), len(out_ids) + len(vids))),
+                           opts))
+            out_ids.extend(vids)
         traced_graph = tracer.builder.build(out_ids)
         cf.traced = traced_graph
+        cf.prints = prints
         cf._source = dict(tracer.sources)
         cf.out_plan = out_plan
         cf.out_structure = out_structure
@@ -1583,13 +1679,57 @@ class Function:
         self._mask = merged
         return _relax_key(key, merged, leaves), merged
 
+    def experimental_get_tracing_count(self) -> int:
+        """How many times the Python function was traced (``tf.function``'s count)."""
+        return self._traces
+
+    def _from_specs(self, args, kwargs):
+        """Arguments with each ``jt.TensorSpec`` replaced by a stand-in tensor, and the
+        stand-ins' arrays with the dims their specs leave None."""
+        stand_ins: dict = {}
+
+        def sub(x):
+            if isinstance(x, TensorSpec):
+                if x.shape is None:
+                    raise TypeError(
+                        f"jt.function {self._name!r}.get_concrete_function: a TensorSpec of "
+                        "unknown rank (shape=None) cannot be traced; give its rank, with None "
+                        "for the dims that vary")
+                # a None dim gets size 2 for the stand-in: it is traced as a symbol (the
+                # value never matters), and 1 would look like a broadcast
+                a = np.zeros(tuple(2 if d is None else d for d in x.shape), x.dtype._np)
+                stand_ins[id(a)] = frozenset(j for j, d in enumerate(x.shape) if d is None)
+                return Tensor(a, _own=True)
+            if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+                return type(x)(sub(v) for v in x)
+            if isinstance(x, dict):
+                return {k: sub(v) for k, v in x.items()}
+            return x
+
+        return sub(args), sub(kwargs), stand_ins
+
     def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
-        """The trace for these arguments (traced now when there is none; not run).
-        A trace with symbolic sizes is specialized to these arguments' sizes."""
+        """The trace for these arguments (traced now when there is none; not run):
+        tensors, or ``jt.TensorSpec``s as TF users pass them (a spec's None dims are
+        traced as symbols: the concrete function takes any size there). A trace with
+        symbolic sizes is specialized to tensor arguments' sizes."""
+        stand_ins: dict = {}
+        if any(isinstance(x, TensorSpec) for x in nest.flatten([list(args), kwargs])):
+            args, kwargs, stand_ins = self._from_specs(args, kwargs)
         args, kwargs = self._canonical(args, kwargs)
         backend = self._backend or backends._current[0]
         leaves: list = []
         key = self._call_key(backend, args, kwargs, leaves)
+        if stand_ins:
+            spec_mask = {k: stand_ins[id(a)] for k, a in enumerate(leaves)
+                         if id(a) in stand_ins and stand_ins[id(a)]}
+            if spec_mask:
+                with self._lock:
+                    merged = dict(self._mask or {})
+                    for k, dims in spec_mask.items():
+                        merged[k] = merged.get(k, frozenset()) | dims
+                    self._mask = merged
+                key = _relax_key(key, self._mask, leaves)
         with self._lock:
             cf = self._cache.get(key)
             if cf is None:
@@ -1597,8 +1737,9 @@ class Function:
                 cf = self._cache.get(key)
                 if cf is None:
                     cf = self._trace(key, backend, args, kwargs, mask)
-        if cf.symbolic:
+        if cf.symbolic and not stand_ins:
             cf.spec_for(leaves)
+        cf._function = weakref.ref(self)
         return cf
 
     def explain(self, *args, **kwargs) -> "Explanation":
