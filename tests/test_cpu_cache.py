@@ -485,7 +485,9 @@ def test_chain_kernel_is_vectorized(tmp_path):
     types = g.types()
     outs = [np.empty(types[o].shape, types[o].dtype) for o in g.outputs]
     slots = [np.empty(s, d) for d, s in (g.buffers.slots if g.buffers else [])]
-    rest = (*ins, *consts, *slots, *outs)
+    from jittape.backends import kcall
+
+    rest = (*ins, kcall.fill_table([*consts, *slots]), *outs)
     sig = (cpu._kp_type(), *(numba.typeof(a) for a in rest))
     table = kernel_table.prepare(mod.entry, sig, str(tmp_path), "chain_asm", len(kinfo))
     mod.entry(table.kp, *rest)

@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import cache as _cache
 from ..ir import Graph
-from . import blas, compile_pool, kernel_table, numba_cpu
+from . import blas, compile_pool, kcall, kernel_table, numba_cpu
 from . import runtime as _runtime
 from .emit import Unsupported  # noqa: F401 - cpu.Unsupported, for callers
 from .schedule import PARALLEL_MIN, schedule  # noqa: F401 - cpu.PARALLEL_MIN too
@@ -184,6 +184,8 @@ class Program(_runtime.Executable):
                            and blas.cpu_count() > 1 and not blas.kernel_threads_fixed())
         self.trials: list = []
         self.calls = 0
+        self._bp = None  # the buffer table of the consts and the program's own slots
+        self._bp_slots = None
 
     def _set_modules(self, mod, kmods):
         self.entries = kernel_table.Entries(mod, kmods, self.path, len(self.kernels), _load)
@@ -208,6 +210,18 @@ class Program(_runtime.Executable):
         finally:
             ctx.__exit__(None, None, None)
 
+    def _rest(self, args, slots, outs) -> tuple:
+        """The entry's arguments after ``kp``: the inputs, the buffer table (constants and
+        ``slots``), the outputs."""
+        if slots is self.slots:  # the program's own: its table is made once
+            bp = self._bp
+            if bp is None or self._bp_slots is not slots:
+                bp = self._bp = kcall.fill_table([*self.consts, *slots])
+                self._bp_slots = slots
+        else:  # a call's own slots (another thread holds the program's)
+            bp = kcall.fill_table([*self.consts, *slots])
+        return (*args, bp, *outs)
+
     def _run_fn(self, fname: str, rest) -> None:
         fn, kp = self.entries.fns.get(fname) or self._fn(fname, rest)
         fn(kp, *rest)
@@ -217,10 +231,10 @@ class Program(_runtime.Executable):
         if mine and (self.entry_par is not None or self.tunes_blas):
             self._run_tuned(args, slots, outs)
         else:
-            self._run_fn("entry", (*args, *self.consts, *slots, *outs))
+            self._run_fn("entry", self._rest(args, slots, outs))
 
-    def _compile(self, rest):
-        self._fn("entry", rest)
+    def _compile(self, args, slots, outs):
+        self._fn("entry", self._rest(args, slots, outs))
 
     def _state(self) -> tuple:
         """(variants, hits, misses) of the entries and kernels, then the kernels' alone
@@ -281,7 +295,7 @@ class Program(_runtime.Executable):
         """
         import numba
 
-        rest = (*args, *self.consts, *slots, *outs)
+        rest = self._rest(args, slots, outs)
         if _THREADS_ENV:
             n = max(1, min(_THREADS_ENV, numba.config.NUMBA_NUM_THREADS))
             if n == 1 or self.entry_par is None:
@@ -385,7 +399,7 @@ class Program(_runtime.Executable):
                 if self.choice is not None and self.choice[1] is not None:
                     blas.set_kernel_threads(self.choice[1])
                 stamps = np.zeros(2 * len(self.kernels), np.int64)
-                rest = (*args, *self.consts, *slots, *outs, stamps)
+                rest = (*self._rest(args, slots, outs), stamps)
                 fname = "entry_prof_par" if par else "entry_prof"
                 if not clock.AVAILABLE:  # no cycle counter: the program's own entry
                     fname, rest, stamps = ("entry_par" if par else "entry"), rest[:-1], None

@@ -28,6 +28,8 @@ Traps:
 
 from __future__ import annotations
 
+import numba
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -127,7 +129,82 @@ def _fixed(n: int):
 def __getattr__(name: str):
     if name.startswith("kcall") and name[5:].isdigit():
         return _fixed(int(name[5:]))
+    if name.startswith("tview_"):
+        return _table_view(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# -- the buffer table: constants and slots by address -----------------------------------
+
+def table_name(dtype: str, ndim: int, readonly: bool) -> str:
+    """The intrinsic that views a table entry as a C array of ``dtype`` and ``ndim``."""
+    return f"tview_{dtype}_{ndim}{'r' if readonly else 'w'}"
+
+
+def fill_table(arrays) -> np.ndarray:
+    """The buffer table of ``arrays`` (C-contiguous; the caller keeps them alive while
+    the table is in use): per array its data address, then its dims (int64), at the
+    offsets of ``kernel_ir.table_offsets``."""
+    rows = []
+    for a in arrays:
+        rows.append(a.ctypes.data)
+        rows.extend(a.shape)
+    return np.array(rows or [0], np.int64)
+
+
+_VIEWS: dict = {}
+
+
+def _table_view(name: str):
+    """``tview_<dtype>_<ndim><r|w>(bp, off)``: the C array whose address and dims are
+    ``bp[off]`` and ``bp[off + 1:off + 1 + ndim]``, readonly (``r``) or not (``w``); no
+    reference (meminfo NULL), like :func:`view`. Constants and buffer slots reach an
+    entry this way: by one int64 table made once per program, not one parameter each
+    (each array parameter costs the entry's compile about 10 ms; see README)."""
+    fn = _VIEWS.get(name)
+    if fn is not None:
+        return fn
+    try:
+        dtname, rest = name[len("tview_"):].rsplit("_", 1)
+        nd, ro = int(rest[:-1]), rest[-1] == "r"
+        dt = numba.from_dtype(np.dtype(dtname))
+    except Exception:  # noqa: BLE001 - not one of ours
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    rt = types.Array(dt, nd, "C", readonly=ro)
+
+    def tview(typingctx, bp, off):
+        if not (isinstance(bp, types.Array) and bp.dtype == types.int64
+                and isinstance(off, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, llargs):
+            table = context.make_array(sig.args[0])(context, builder, llargs[0])
+            at = context.cast(builder, llargs[1], sig.args[1], types.intp)
+            intp = context.get_value_type(types.intp)
+
+            def word(j):
+                at_j = builder.add(at, ir.Constant(intp, j))
+                return builder.load(builder.gep(table.data, [at_j]))
+
+            elem = context.get_data_type(dt)
+            data = builder.inttoptr(word(0), elem.as_pointer())
+            dims = [word(1 + i) for i in range(nd)]
+            itemsize = context.get_abi_sizeof(elem)
+            strides, step = [], ir.Constant(intp, itemsize)
+            for d in reversed(dims):
+                strides.append(step)
+                step = builder.mul(step, d)
+            strides.reverse()
+            out = context.make_array(rt)(context, builder)
+            context.populate_array(out, data=data, shape=dims, strides=strides,
+                                   itemsize=ir.Constant(intp, itemsize), meminfo=None)
+            return out._getvalue()
+
+        return rt(bp, off), codegen
+
+    tview.__name__ = tview.__qualname__ = name
+    fn = _VIEWS[name] = intrinsic(tview)
+    return fn
 
 
 @intrinsic

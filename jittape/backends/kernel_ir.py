@@ -130,8 +130,10 @@ class View:
     ``transpose`` (``arg``: the permutation; ``(1, 0)`` is ``.T``, typed F-contiguous so
     that BLAS reads it without a copy), ``broadcast`` (to ``arg``), ``index`` (``arg``: a
     key, as numpy's basic indexing), ``slot`` (the first elements of buffer slot
-    ``array``, reshaped to ``arg``), ``contiguous`` (a copy when it is not) or ``flat``
-    (a contiguous copy's elements, in order)."""
+    ``array``, reshaped to ``arg``), ``contiguous`` (a copy when it is not), ``flat``
+    (a contiguous copy's elements, in order) or ``table`` (the C array at ``arg`` =
+    ``(offset, dtype, ndim, readonly)`` of the buffer table ``array``: its address and
+    dims; see :func:`table_offsets`)."""
 
     name: str
     array: str
@@ -230,4 +232,14 @@ def _text(stmts, depth) -> list:
             out += _text(s.body, depth + 1)
         else:
             out.append(pad + repr(s))
+    return out
+
+
+def table_offsets(ndims) -> list:
+    """Each array's offset in a buffer table (``View`` kind ``table``) of arrays of these
+    ranks, in order: an array takes its address, then its dims (one int64 word each)."""
+    out, at = [], 0
+    for nd in ndims:
+        out.append(at)
+        at += 1 + nd
     return out

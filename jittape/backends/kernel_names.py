@@ -123,8 +123,10 @@ def fmt_key(key) -> str:
 
 
 # names the entry gives its own values (views t0, dims D0, constants c0, outputs o0,
-# slots slot_0, the profiler's tk) and the module's globals: no input may take them
-_TAKEN = re.compile(r"^(?:[tcoD]\d+|slot_\d+|tk|np|numba|math|prange|entry\w*|k\d+\w*)$")
+# slots slot_0, the profiler's tk, the buffer table bp) and the module's globals: no
+# input may take them
+_TAKEN = re.compile(
+    r"^(?:[tcoD]\d+|slot_\d+|tk|bp|tview_\w*|np|numba|math|prange|entry\w*|k\d+\w*)$")
 
 
 def input_params(graph: Graph) -> list:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from .. import cache as _cache
 from .emit import GENERATOR_VERSION, np_type, reduce_step
+from .kcall import table_name
 from .kernel_ir import (
     Accumulate, Alloc, Call, Dim, Fill, Full, Gemm, If, Let, Load, Loop, Module, Raise, Store,
     Update, View,
@@ -67,6 +68,9 @@ def _view(s: View) -> str:
         return f"view({s.array}, 0, {_shape(dims)})"
     if s.kind == "flat":
         return f"np.ascontiguousarray({s.array}).ravel()"
+    if s.kind == "table":
+        off, dtype, nd, ro = s.arg
+        return f"{table_name(dtype, nd, ro)}({s.array}, {off})"
     raise ValueError(f"unknown view kind {s.kind!r}")
 
 
@@ -198,6 +202,8 @@ def render(mod: Module, vm_version: str) -> Sources:
         text = kernel_module(k, vm_version)
         kernels.append((k.name, _cache.module_name(text, "jk"), text))
     arities = sorted({len(s.args) for s in mod.entry if isinstance(s, Call)})
+    tables = sorted({table_name(*s.arg[1:]) for s in mod.entry
+                     if isinstance(s, View) and s.kind == "table"})
     head = [
         f"# jittape generated module: graph {mod.graph_name!r}, {mod.nodes} nodes, "
         f"{len(mod.kernels)} kernels",
@@ -206,7 +212,7 @@ def render(mod: Module, vm_version: str) -> Sources:
         "import numba",
         "from jittape.backends.clock import cycles as _cycles  # noqa: F401",
         "from jittape.backends.kcall import "
-        + ", ".join([f"kcall{n}" for n in arities] + ["view"]) + "  # noqa: F401",
+        + ", ".join([f"kcall{n}" for n in arities] + tables + ["view"]) + "  # noqa: F401",
     ]
     for k, (kname, mname, _) in zip(mod.kernels, kernels):
         par = f", k_par as {kname}_par" if k.threaded else ""

@@ -113,8 +113,9 @@ class Executable:
         may tune; otherwise it runs the plain way)."""
         raise NotImplementedError
 
-    def _compile(self, rest) -> None:
-        """Compile for the types of ``rest`` (inputs, constants, slots, outputs)."""
+    def _compile(self, args, slots, outs) -> None:
+        """Compile for the types of these inputs, buffer slots and outputs (and the
+        program's constants)."""
         raise NotImplementedError
 
     def _state(self) -> tuple:
@@ -235,7 +236,7 @@ class Executable:
         before = self._state()
         t0 = time.perf_counter()
         slots, outs = self._fresh()
-        self._compile((*self._args(arrays), *self.consts, *slots, *outs))
+        self._compile(self._args(arrays), slots, outs)
         self.compile_seconds = time.perf_counter() - t0
         self._note_origin(before)
         self.ready = True

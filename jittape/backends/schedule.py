@@ -30,6 +30,7 @@ from ..ir import Graph, Node, freeze_attrs
 from .emit import REDUCE_INIT, Unsupported, emit_values, literal
 from .kernel_ir import (
     Accumulate, Alloc, Call, Dim, Fill, Full, Gemm, If, Kernel, Let, Load, Module, Store, View,
+    table_offsets,
 )
 from .kernel_names import (  # noqa: F401 - fmt_key, input_params: also schedule's
     _DIMS, _KERNEL, Names, _contig, _d, _dims, _dprod, _gstr, _index, _nest, _prod,
@@ -190,10 +191,16 @@ class Scheduler(OpKernels):
                     self.entry.append(Store(f"o{k}", (), f"{src.var}[()]"))
                 else:
                     self.entry.append(Store(f"o{k}", ("...",), src.var))
-        self.mod.params = tuple(
-            self.params + [f"c{k}" for k in range(len(self.consts))]
-            + [f"slot_{k}" for k in range(len(self.slots))]
-            + [f"o{k}" for k in range(len(g.outputs))])
+        # constants and buffer slots come through one table (``bp``: per array its
+        # address and dims, made once per program), viewed at the entry's start: an
+        # array parameter each would cost the entry's compile about 10 ms apiece
+        buffers = [(f"c{k}", c.dtype.name, c.ndim, True) for k, c in enumerate(self.consts)]
+        buffers += [(f"slot_{k}", np.dtype(d).name, 1, False)
+                    for k, (d, _n) in enumerate(self.slots)]
+        offsets = table_offsets([nd for _, _, nd, _ in buffers])
+        self.entry[:0] = [View(name, "bp", "table", (off, dt, nd, ro))
+                          for (name, dt, nd, ro), off in zip(buffers, offsets)]
+        self.mod.params = tuple(self.params + ["bp"] + [f"o{k}" for k in range(len(g.outputs))])
         self.mod.calls = len(self.kinfo)
         return self.mod
 
