@@ -36,6 +36,7 @@ from . import random, initializers, layers, optimizers, losses  # noqa: F401
 from .layers import Sequential  # noqa: F401
 from . import config  # noqa: F401
 from .function import Function, TensorSpec, function  # noqa: F401
+from . import data  # noqa: F401
 
 
 def constant(value, dtype=None, shape=None, name=None):  # noqa: F811 (TF's argument name)
