@@ -131,9 +131,9 @@ def serialize(activation) -> str:
     for name, fn in _ALL.items():
         if fn is activation:
             return name
-    for name, fn in _ALL.items():  # the layers' relu is jt.nn.relu
-        if name == getattr(activation, "__name__", None):
-            return name
+    name = getattr(activation, "__name__", None)  # the layers' relu is jt.nn.relu
+    if name in _ALL:
+        return name
     raise ValueError(f"serialize: {activation!r} is not a built-in activation")
 
 
