@@ -112,8 +112,8 @@ _OWN = {
     "elu": elu, "selu": selu, "hard_sigmoid": hard_sigmoid, "hard_silu": hard_silu,
     "hard_swish": hard_swish, "mish": mish, "gelu": gelu,
 }
-for _name, _fn in _OWN.items():  # known to the layers by name too
-    if _name not in ("relu", "leaky_relu"):
+for _name, _fn in _OWN.items():  # known to the layers by name too (not gelu: its default,
+    if _name not in ("relu", "leaky_relu", "gelu"):  # the exact form, needs erf)
         _A.setdefault(_name, _fn)
 
 _ALL = {**_A, **_OWN}
