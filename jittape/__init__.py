@@ -33,11 +33,14 @@ from . import debugging  # noqa: F401
 from . import profiler  # noqa: F401
 from . import math  # noqa: F401
 from . import random, initializers, layers, optimizers, losses, train  # noqa: F401
+from .module import Module, name_scope  # noqa: F401
+from . import metrics  # noqa: F401
 from .layers import Sequential  # noqa: F401
 from . import config  # noqa: F401
 from .function import Function, TensorSpec, function  # noqa: F401
 from .printing import print  # noqa: F401,A001 (tf.print)
 from . import data  # noqa: F401
+from . import keras  # noqa: F401
 
 
 def constant(value, dtype=None, shape=None, name=None):  # noqa: F811 (TF's argument name)

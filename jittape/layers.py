@@ -37,6 +37,7 @@ from . import ops as _ops
 from . import random as _random
 from .dtypes import as_dtype
 from .errors import InvalidArgumentError
+from .module import Module, _is_non_trainable, _is_trainable, _is_variable
 from .tensor import Tensor, Variable, convert_to_tensor
 
 __all__ = [
@@ -263,13 +264,17 @@ def _as_input_shape(input_shape):
 # Layer
 
 
-class Layer:
+class Layer(Module):
     """Base class. Subclasses create weights in ``build(input_shape)`` with
     ``add_weight`` and compute in ``call(inputs)`` (or ``call(inputs, training=None)``).
 
     Layers and lists of layers assigned as attributes are tracked: their weights are
     part of this layer's ``variables`` (own weights first, then sublayers in the
     order they were assigned).
+
+    A layer is a ``jt.Module`` (as tf.keras 2's layers are tf.Modules): ``submodules``
+    and ``name_scope`` work, and a module holding a layer lists the layer's weights in
+    the layer's own order (``variables`` here, not attribute order).
     """
 
     def __init_subclass__(cls, **kwargs):
@@ -284,12 +289,33 @@ class Layer:
             )
         self.__dict__.setdefault("_sublayers", [])
         self._own_weights = []
-        self.name = name or _unique_name(_snake(type(self).__name__))
+        self._init_module(name or _unique_name(_snake(type(self).__name__)))
         self._dtype = None if dtype is None else as_dtype(dtype)
         self.trainable = bool(trainable)
         self.built = False
         self._input_shape_arg = _as_input_shape(input_shape)
         self._build_input_shape = None  # the shape build() saw, batch dim as None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, value):
+        self._name = value
+
+    def _flatten_for(self, predicate, seen, stack):
+        """Inside a module's walk: this layer's weights in its own order and with its
+        ``trainable`` flag; sublayers by reflection, as any module."""
+        if predicate is _is_variable:
+            own = self.variables
+        elif predicate is _is_trainable:
+            own = self.trainable_variables
+        elif predicate is _is_non_trainable:
+            own = self.non_trainable_variables
+        else:
+            return super()._flatten_for(predicate, seen, stack)
+        return _unseen(own, seen)
 
     # -- attribute tracking ------------------------------------------------------
     def __setattr__(self, key, value):
@@ -513,6 +539,13 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r}, built={self.built}>"
+
+
+def _unseen(values, seen):
+    for v in values:
+        if id(v) not in seen:
+            seen.add(id(v))
+            yield v
 
 
 def _promote(x, dtype):

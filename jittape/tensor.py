@@ -414,7 +414,7 @@ class Variable(_Operators):
         self._uid = Variable._count
         self._read_tensor = t
         self.trainable = bool(trainable)
-        self._name = name or "Variable"
+        self._name = _state.name_scope_prefix() + (name or "Variable")  # as TF names it
         if tracer is not None:
             tracer.created(self)
 
