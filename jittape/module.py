@@ -20,6 +20,7 @@ import functools
 import re
 
 from . import _state
+from . import train as _train
 from .tensor import Variable
 
 __all__ = ["Module", "name_scope", "current_name_scope"]
@@ -243,6 +244,13 @@ class Module:
                 return method(self, *args, **kwargs)
 
         return method_with_name_scope
+
+    def __setattr__(self, key, value):
+        object.__setattr__(self, key, value)
+        if _train._PENDING and not key.startswith("_"):
+            # a variable made after a checkpoint was restored into this module (a layer
+            # that builds on its first call): the checkpoint's value, as TF defers it
+            _train.restore_deferred()
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r}>"

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 import warnings
 
@@ -319,9 +318,8 @@ class Program(_runtime.Executable):
                 return
             if background_compile():
                 # compiled by another thread; the serial entry runs meanwhile
-                self.par_thread = threading.Thread(
-                    target=self._compile_par, args=(rest,), name=f"jittape-compile-{self.name}")
-                self.par_thread.start()
+                self.par_thread = _runtime.in_background(
+                    self._compile_par, (rest,), f"jittape-compile-{self.name}")
                 self._run_way((1, self._blas_most), rest)
                 return
             # this call compiles the parallel variant; it is not a measurement

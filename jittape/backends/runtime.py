@@ -18,6 +18,7 @@ A backend plugs in with two subclasses:
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
@@ -260,12 +261,37 @@ class Executable:
         with self.lock:
             if self.compile_thread is not None:
                 return
-            # not a daemon: an exiting interpreter waits for it (a compiler must not be
-            # cut off)
-            self.compile_thread = threading.Thread(
-                target=self.backend.compile_program, args=(self, list(arrays)),
-                name=f"jittape-compile-{self.name}")
-            self.compile_thread.start()
+            self.compile_thread = in_background(
+                self.backend.compile_program, (self, list(arrays)),
+                f"jittape-compile-{self.name}")
+
+
+_BACKGROUND = threading.Lock()  # held by the one background compile that runs
+_EXITING = [False]
+
+
+def in_background(target, args, name) -> threading.Thread:
+    """Run ``target(*args)`` (a compile) in a daemon thread, one such compile at a time.
+    At exit the compile under way finishes (a compiler must not be cut off mid-write),
+    and those still waiting never start: an exiting program does not wait for compiles
+    whose results nobody will use (a script's last traces used to hold its exit for
+    seconds)."""
+
+    def run():
+        with _BACKGROUND:
+            if not _EXITING[0]:
+                target(*args)
+
+    t = threading.Thread(target=run, name=name, daemon=True)
+    t.start()
+    return t
+
+
+@atexit.register
+def _finish_background_compile() -> None:
+    _EXITING[0] = True
+    with _BACKGROUND:  # the compile under way, if any, ends first
+        pass
 
 
 class Backend:
