@@ -26,6 +26,10 @@ from .ops import (  # noqa: F401
     zeros_like,
 )
 from .ops import nn  # noqa: F401
+from .ops import (  # noqa: F401 - creation, shaping, scans, sorting, einsum
+    add_n, argsort, cumprod, cumsum, einsum, eye, linspace, meshgrid, pad, range, reduce_prod,
+    repeat, sort, tile,
+)
 from .tape import GradientTape, UnconnectedGradients, custom_gradient  # noqa: F401
 from .backends import get_backend, set_backend  # noqa: F401
 from . import cache  # noqa: F401
@@ -67,5 +71,7 @@ def _load_default_backend():
 
 
 _load_default_backend()
+
+newaxis = None  # x[:, jt.newaxis] inserts an axis, as tf.newaxis
 
 __version__ = "0.1.0"

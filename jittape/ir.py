@@ -109,7 +109,7 @@ class Type:
 KINDS = ("elementwise", "reduction", "matmul", "window", "control", "shape", "other",
          "fused")
 # the reductions' monoids the code generators accumulate with
-MONOIDS = ("add", "max", "min")
+MONOIDS = ("add", "max", "min", "mul")
 # what a view's output is of its first input's storage:
 #   alias   the same array (identity, stop_gradient, read)
 #   layout     the same elements in another shape or order (reshape, transpose)

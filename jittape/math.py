@@ -7,3 +7,4 @@ from .ops import (  # noqa: F401
     reduce_any, reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_sum, sigmoid, sign,
     sin, sqrt, square, subtract, tanh, truediv,
 )
+from .ops import add_n, cumprod, cumsum, reduce_prod, top_k  # noqa: F401,E402

@@ -63,6 +63,9 @@ _OP_RULES = {
     "concat": "op_concat",
     "strided_slice_grad": "op_strided_slice_grad",
     "check_numerics": "op_check_numerics",
+    "cumsum": "op_cumsum",
+    "cumprod": "op_cumprod",
+    "argsort": "op_argsort",
 }
 def lowering(op) -> str | None:
     """The name of the ``_Gen`` method that lowers ``op``, or None (interpret only)."""

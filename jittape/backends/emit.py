@@ -103,6 +103,7 @@ REDUCE_INIT = {
         False if dt == "bool" else np.iinfo(dt).min), dt),
     "min": lambda dt: literal(np.inf if np.dtype(dt).kind == "f" else (
         True if dt == "bool" else np.iinfo(dt).max), dt),
+    "mul": lambda dt: literal(1, dt),
 }
 
 
@@ -116,4 +117,6 @@ def reduce_step(monoid: str, acc: str, value: str, dtype: str) -> str:
         return f"_vm.jt_maximum({acc}, {value})"
     if monoid == "min":
         return f"_vm.jt_minimum({acc}, {value})"
+    if monoid == "mul":
+        return f"{acc} * {value}"
     raise Unsupported(monoid, "unknown reduction")

@@ -1,6 +1,6 @@
 """The scheduler's kernels for ops that are not fused: argmax/argmin, gather,
-scatter_add, one_hot, concat, strided_slice_grad and check_numerics, each a loop nest of
-its own (a mixin of ``schedule.Scheduler``)."""
+scatter_add, one_hot, concat, strided_slice_grad, check_numerics, the scans (cumsum,
+cumprod) and argsort, each a loop nest of its own (a mixin of ``schedule.Scheduler``)."""
 
 from __future__ import annotations
 
@@ -169,6 +169,56 @@ class OpKernels:
         self.kernel(lambda ts: f"check_numerics of {ts(t.shape, t.dtype)}",
                     [("a0", self.val[x].var)], body, False, False)
         self.val[o] = self.val[x]
+
+    def op_cumsum(self, n, step="+", identity="0"):
+        """Row by row along the axis: each element from the one before it (inner loop
+        over the trailing axes, in memory order)."""
+        (x,), o = n.inputs, n.outputs[0]
+        a = dict(n.attrs)
+        shape, dt = self.types[x].shape, self.types[x].dtype
+        ax, exclusive, reverse = int(a["axis"]), bool(a["exclusive"]), bool(a["reverse"])
+        P, N, Q = self._three(shape, ax)
+        d = self.dest(o)
+        first, prev = (f"{N} - 1", "k + 1") if reverse else ("0", "k - 1")
+        src = prev if exclusive else "k"
+        head = literal(int(identity), dt) if exclusive else f"x[p, {first}, q]"
+        rows = Loop("kk", N, (
+            Let("k", f"{N} - 1 - kk" if reverse else "kk"),
+            Loop("q", Q, (Store("o", ("p", "k", "q"), f"o[p, {prev}, q] {step} x[p, {src}, q]"),)),
+        ), start="1")
+        body = [
+            View("x", "a0", "reshape", (P, N, Q)),
+            View("o", "r0", "reshape", (P, N, Q)),
+            If(f"{N} > 0", tuple(_nest(["p"], [P], [
+                Loop("q", Q, (Store("o", ("p", first, "q"), head),)), rows], False))),
+        ]
+        kind = ("exclusive " if exclusive else "") + ("reverse " if reverse else "")
+        self.kernel(lambda ts: f"{kind}{n.op.name} along axis {ax} of {ts(shape, dt)}",
+                    [("a0", self.contiguous(x)), ("r0", d)], body, False, False)
+
+    def op_cumprod(self, n):
+        self.op_cumsum(n, "*", "1")
+
+    def op_argsort(self, n):
+        """np.argsort (a stable merge sort) of each row of the last axis; descending: of
+        the row reversed, read backwards, so that ties keep their order (as TF's)."""
+        (x,), o = n.inputs, n.outputs[0]
+        shape, dt = self.types[x].shape, self.types[x].dtype
+        desc = bool(dict(n.attrs)["descending"])
+        P, N = _dprod(shape[:-1]), _d(shape[-1])
+        d = self.dest(o)
+        if desc:
+            rank = f"{N} - 1 - np.argsort(x[p, ::-1], kind='mergesort')[::-1]"
+        else:
+            rank = "np.argsort(x[p], kind='mergesort')"
+        body = [
+            View("x", "a0", "reshape", (P, N)),
+            View("o", "r0", "reshape", (P, N)),
+            Loop("p", P, (Store("o", ("p", ":"), rank),)),
+        ]
+        order = "descending" if desc else "ascending"
+        self.kernel(lambda ts: f"argsort {order} of the last axis of {ts(shape, dt)}",
+                    [("a0", self.contiguous(x)), ("r0", d)], body, False, False)
 
 
 def _index_check(op: str, m: str, n: str, n_lit: int) -> Loop:

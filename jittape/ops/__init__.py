@@ -15,10 +15,14 @@ from .shaping import (  # noqa: F401
 )
 from .reduction import (  # noqa: F401
     argmax, argmin, norm, reduce_all, reduce_any, reduce_logsumexp, reduce_max, reduce_mean,
-    reduce_min, reduce_sum,
+    reduce_min, reduce_prod, reduce_sum,
 )
 from .contraction import matmul  # noqa: F401
 from . import sizes  # noqa: F401
 from .clip import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm  # noqa: F401
 from .debugging import check_numerics  # noqa: F401
 from . import nn  # noqa: F401
+from .creation import add_n, eye, linspace, meshgrid, pad, range, repeat, tile  # noqa: F401
+from .scan import cumprod, cumsum  # noqa: F401
+from .sorting import argsort, sort, top_k  # noqa: F401
+from .einsum import einsum  # noqa: F401

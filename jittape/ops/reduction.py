@@ -55,7 +55,7 @@ def _identity_element(fn, dtype):
 
 def _np_reduce(fn):
     def forward(x, axis, keepdims):
-        if fn is np.sum:
+        if fn is np.sum or fn is np.prod:
             r = fn(x, axis=axis, keepdims=keepdims)
         else:
             r = fn(x, axis=axis, keepdims=keepdims, initial=_identity_element(fn, x.dtype))
@@ -71,6 +71,30 @@ reduce_sum_op = defop(
 reduce_max_op = defop(
     "reduce_max", inputs=1, kind="reduction", forward=_np_reduce(np.max), infer=_reduce_infer,
     vjp=_extreme_vjp, monoid="max", domain=("no_ties",),
+)
+
+
+def _prod_vjp(g, out, x, axis, keepdims):
+    """TF's rule, right at zeros: the reduced axes packed into one in front, each
+    element's gradient the product of the others, from two exclusive cumprods."""
+    from .scan import cumprod
+
+    shape = x._type.shape
+    other = tuple(i for i in range(len(shape)) if i not in axis)
+    perm = tuple(axis) + other
+    n_red = int(np.prod([shape[i] for i in axis], dtype=np.int64))
+    n_other = int(np.prod([shape[i] for i in other], dtype=np.int64))
+    flat = S.reshape(S.transpose(x, perm), (n_red, n_other))
+    left = cumprod(flat, 0, exclusive=True)
+    right = cumprod(flat, 0, exclusive=True, reverse=True)
+    y = S.reshape(E.multiply(left, right), tuple(shape[i] for i in perm))
+    y = S.transpose(y, tuple(int(i) for i in np.argsort(perm)))
+    return (E.multiply(y, S.reshape(g, _kept_shape(x, axis))),)
+
+
+reduce_prod_op = defop(
+    "reduce_prod", inputs=1, kind="reduction", forward=_np_reduce(np.prod),
+    infer=_reduce_infer, vjp=_prod_vjp, monoid="mul",
 )
 reduce_min_op = defop(
     "reduce_min", inputs=1, kind="reduction", forward=_np_reduce(np.min), infer=_reduce_infer,
@@ -101,6 +125,15 @@ def _reducer(op):
 reduce_sum = _reducer(reduce_sum_op)
 reduce_max = _reducer(reduce_max_op)
 reduce_min = _reducer(reduce_min_op)
+_reduce_prod = _reducer(reduce_prod_op)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    """Product over ``axis`` (all axes when None); the product of nothing is 1."""
+    (x,) = convert_args((input_tensor,))
+    if x.dtype.is_bool:
+        raise InvalidArgumentError(f"reduce_prod is not defined for bool [input: {x._type}]")
+    return _reduce_prod(x, axis, keepdims)
 
 
 @composite("reduce_mean")
