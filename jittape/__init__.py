@@ -32,6 +32,7 @@ from . import cache  # noqa: F401
 from . import debugging  # noqa: F401
 from . import profiler  # noqa: F401
 from . import math  # noqa: F401
+from . import image, linalg  # noqa: F401
 from . import random, initializers, layers, optimizers, losses  # noqa: F401
 from .layers import Sequential  # noqa: F401
 from . import config  # noqa: F401

@@ -7,3 +7,5 @@ from .ops import (  # noqa: F401
     reduce_any, reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_sum, sigmoid, sign,
     sin, sqrt, square, subtract, tanh, truediv,
 )
+from .ops.elementwise import erf, erfc, expm1, rsqrt  # noqa: F401
+from .ops.nn import l2_normalize, log_sigmoid, softplus  # noqa: F401

@@ -64,6 +64,13 @@ _OP_RULES = {
     "concat": "op_concat",
     "strided_slice_grad": "op_strided_slice_grad",
     "check_numerics": "op_check_numerics",
+    # linear algebra: a loop over the batch calling Numba's np.linalg (LAPACK)
+    "matrix_inverse": "op_matrix_inverse",
+    "matrix_determinant": "op_matrix_determinant",
+    "log_abs_det": "op_log_abs_det",
+    "det_sign": "op_det_sign",
+    "matrix_solve": "op_matrix_solve",
+    "cholesky": "op_cholesky",
 }
 def lowering(op) -> str | None:
     """The name of the ``_Gen`` method that lowers ``op``, or None (interpret only)."""

@@ -9,6 +9,7 @@ from .elementwise import (  # noqa: F401
     ones_like, pow, reciprocal, relu, sigmoid, sign, sin, sqrt, square, stop_gradient,
     subtract, tanh, truediv, where, zeros, zeros_like,
 )
+from .elementwise import erf, erfc, expm1, rsqrt  # noqa: F401
 from .shaping import (  # noqa: F401
     broadcast_to, concat, expand_dims, gather, getitem, one_hot, reshape, shape, size, squeeze,
     stack, strided_slice, transpose, unstack,
@@ -22,3 +23,4 @@ from . import sizes  # noqa: F401
 from .clip import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm  # noqa: F401
 from .debugging import check_numerics  # noqa: F401
 from . import nn  # noqa: F401
+from . import linalg  # noqa: F401
