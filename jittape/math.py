@@ -8,3 +8,5 @@ from .ops import (  # noqa: F401
     sin, sqrt, square, subtract, tanh, truediv,
 )
 from .ops import add_n, cumprod, cumsum, reduce_prod, top_k  # noqa: F401,E402
+from .ops.elementwise import erf, erfc, expm1, rsqrt  # noqa: F401
+from .ops.nn import l2_normalize, log_sigmoid, softplus  # noqa: F401

@@ -25,7 +25,8 @@ from .dtypes import as_dtype
 from .tensor import Tensor, TensorShape, Variable, convert_to_tensor
 
 __all__ = [
-    "set_seed", "get_seed", "uniform", "normal", "truncated_normal", "generator",
+    "set_seed", "get_seed", "uniform", "normal", "truncated_normal", "generator", "categorical",
+    "shuffle",
 ]
 
 _DEFAULT_GLOBAL_SEED = 87654321  # TF's DEFAULT_GRAPH_SEED, used when only an op seed is given
@@ -177,3 +178,49 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, na
     sd, mu = float(stddev), float(mean)
     return _sample(lambda d: _truncated_standard_normal(generator(seed), d) * sd + mu,
                    dims, dt)
+
+
+def categorical(logits, num_samples, dtype=None, seed=None, name=None):
+    """Class indices drawn from ``softmax(logits)`` per row (``tf.random.categorical``):
+    ``logits`` is ``[batch_size, num_classes]``, the result ``[batch_size, num_samples]``
+    of ``dtype`` (int64 by default, or int32).
+
+    The Gumbel-max trick: the index of the largest ``logits + Gumbel noise`` is a draw
+    from the softmax, so the draw is one noise tensor (a fresh input of a compiled step
+    at each call) and an argmax, which compile like any other op. No gradient flows.
+    """
+    from .errors import InvalidArgumentError
+    from .ops import argmax, expand_dims
+    from .tensor import convert_args
+
+    (x,) = convert_args((logits,))
+    if x._type.rank != 2:
+        raise InvalidArgumentError(
+            f"categorical: logits should be a matrix [batch_size, num_classes], got shape "
+            f"{list(x._type.shape)}")
+    if not x.dtype.is_floating:
+        raise TypeError(f"categorical: logits must be a float tensor, got {x.dtype.name}")
+    out = as_dtype("int64" if dtype is None else dtype)
+    if out.name not in ("int32", "int64"):
+        raise TypeError(f"categorical: dtype must be int32 or int64, got {out.name}")
+    if not _is_int(num_samples) or num_samples < 0:
+        raise ValueError(f"categorical: num_samples must be a non-negative int, got "
+                         f"{num_samples!r}")
+    batch, classes = x._type.shape
+    noise = _sample(lambda d: generator(seed).gumbel(size=d),
+                    (batch, int(num_samples), classes), x.dtype)
+    return argmax(expand_dims(x, 1) + noise, axis=-1, output_type=out.name)
+
+
+def shuffle(value, seed=None, name=None):
+    """``value`` with its first axis in a random order (``tf.random.shuffle``); a scalar
+    is returned as it is. No gradient flows, as in TF."""
+    from .ops import gather, stop_gradient
+    from .tensor import convert_args
+
+    (x,) = convert_args((value,))
+    if x._type.rank == 0:
+        return x
+    n = x._type.shape[0]
+    perm = _sample(lambda d: generator(seed).permutation(d[0]), (n,), as_dtype("int64"))
+    return gather(stop_gradient(x), perm, axis=0)

@@ -580,7 +580,8 @@ def _b_special_values():
         m = _in(b, (3, 4), dt)
         zero, one, two = (_c(b, v, dt) for v in (0.0, 1.0, 2.0))
         un = ["exp", "log", "log1p", "sqrt", "tanh", "sigmoid", "sin", "cos", "reciprocal",
-              "abs", "sign", "floor", "relu", "square", "negative", "is_nan", "is_finite"]
+              "abs", "sign", "floor", "relu", "square", "negative", "is_nan", "is_finite",
+              "rsqrt", "erf", "erfc", "expm1"]
         outs = [_n(b, u, x) for u in un]
         outs += [
             _n(b, "pow", x, _c(b, 1.5, dt)), _n(b, "pow", x, _c(b, -1.0, dt)),
@@ -616,6 +617,34 @@ def _b_special_values():
 
 def test_nan_and_inf_in_every_elementwise_op():
     memo(_b_special_values)
+
+
+def _b_linalg():
+    """The linear algebra primitives' forwards (their VJPs hold inverses and matmuls, not
+    themselves), on a batch of well-conditioned matrices and on one matrix (0-d results)."""
+    ops = set()
+    rng = np.random.default_rng(5)
+    for dt in DTYPES:
+        for batch in ((2, 3), ()):
+            b = GraphBuilder(f"linalg_{dt}_{len(batch)}")
+            a = _in(b, batch + (3, 3), dt)
+            rhs = _in(b, batch + (3, 2), dt)
+            spd = _n(b, "add", _n(b, "matmul", a, _n(b, "transpose", a,
+                                                      perm=tuple(range(len(batch))) + (
+                                                          len(batch) + 1, len(batch)))),
+                     _c(b, np.eye(3), dt))
+            outs = [_n(b, op, a) for op in ("matrix_inverse", "matrix_determinant",
+                                             "log_abs_det", "det_sign")]
+            outs += [_n(b, "matrix_solve", a, rhs), _n(b, "cholesky", spd)]
+            g = b.build(outs)
+            m = np.eye(3) + 0.3 * rng.standard_normal(batch + (3, 3))
+            ops |= _check(g, {g.inputs[0]: m.astype(dt),
+                              g.inputs[1]: rng.standard_normal(batch + (3, 2)).astype(dt)})
+    return ops
+
+
+def test_linalg_forwards():
+    memo(_b_linalg)
 
 
 def _b_nan_gradients():
@@ -806,7 +835,7 @@ EXEMPT |= {name for name, op in OP_TABLE.items() if op.from_types is not None}
 HAND_BUILT = [
     _b_noncontiguous_feeds, _b_noncontiguous_tape_values, _b_views,
     _b_broadcast_scalar_empty, _b_matmul_layouts, _b_reductions, _b_special_values,
-    _b_nan_gradients,
+    _b_nan_gradients, _b_linalg,
 ]
 
 

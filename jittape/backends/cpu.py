@@ -66,6 +66,13 @@ _OP_RULES = {
     "cumsum": "op_cumsum",
     "cumprod": "op_cumprod",
     "argsort": "op_argsort",
+    # linear algebra: a loop over the batch calling Numba's np.linalg (LAPACK)
+    "matrix_inverse": "op_matrix_inverse",
+    "matrix_determinant": "op_matrix_determinant",
+    "log_abs_det": "op_log_abs_det",
+    "det_sign": "op_det_sign",
+    "matrix_solve": "op_matrix_solve",
+    "cholesky": "op_cholesky",
 }
 def lowering(op) -> str | None:
     """The name of the ``_Gen`` method that lowers ``op``, or None (interpret only)."""

@@ -1,6 +1,7 @@
 """The scheduler's kernels for ops that are not fused: argmax/argmin, gather,
 scatter_add, one_hot, concat, strided_slice_grad, check_numerics, the scans (cumsum,
-cumprod) and argsort, each a loop nest of its own (a mixin of ``schedule.Scheduler``)."""
+cumprod), argsort and the linear algebra ops, each a loop nest of its own (a mixin of
+``schedule.Scheduler``)."""
 
 from __future__ import annotations
 
@@ -219,6 +220,50 @@ class OpKernels:
         order = "descending" if desc else "ascending"
         self.kernel(lambda ts: f"argsort {order} of the last axis of {ts(shape, dt)}",
                     [("a0", self.contiguous(x)), ("r0", d)], body, False, False)
+
+    # -- linear algebra: a loop over the batch of matrices, each by Numba's np.linalg --
+    def _linalg(self, n, call: str, singular: str | None = None):
+        """``out[b] = call`` for each matrix ``b`` of the batch; ``call`` reads input j's
+        matrix as ``x{j}[b]`` (a C-contiguous 2-d view). ``singular``: raise this
+        InvalidArgumentError where ``x0[b]`` is exactly singular (a zero determinant, from
+        the same LU factorization whose zero pivot makes Numba's inv and solve raise a
+        LinAlgError, which would send the program to interpret for good)."""
+        o = n.outputs[0]
+        oshape, dt = n.types[0].shape, n.types[0].dtype
+        xshape = self.types[n.inputs[0]].shape
+        B = _dprod(xshape[:-2])
+        args, body = [], []
+        for j, x in enumerate(n.inputs):
+            s = self.types[x].shape
+            args.append((f"a{j}", self.contiguous(x)))
+            body.append(View(f"x{j}", f"a{j}", "reshape", (B, _d(s[-2]), _d(s[-1]))))
+        core = oshape[len(xshape) - 2:]
+        body.append(View("o", "r0", "reshape", (B, *(_d(c) for c in core))))
+        store = Store("o", ("b",) + (":",) * len(core), call)
+        check = () if singular is None else (If("np.linalg.det(x0[b]) == 0", (Raise(singular),)),)
+        body.append(Loop("b", B, (*check, store)))
+        args.append(("r0", self.dest(o)))
+        name = n.op.name
+        self.kernel(lambda ts: f"{name} of {ts(xshape, dt)}", args, body, False, False)
+
+    def op_matrix_inverse(self, n):
+        self._linalg(n, "np.linalg.inv(x0[b])", "matrix_inverse: Input is not invertible")
+
+    def op_matrix_determinant(self, n):
+        self._linalg(n, "np.linalg.det(x0[b])")
+
+    def op_log_abs_det(self, n):
+        self._linalg(n, "np.linalg.slogdet(x0[b])[1]")
+
+    def op_det_sign(self, n):
+        self._linalg(n, "np.linalg.slogdet(x0[b])[0]")
+
+    def op_matrix_solve(self, n):
+        self._linalg(n, "np.linalg.solve(x0[b], x1[b])",
+                     "matrix_solve: Input matrix is not invertible")
+
+    def op_cholesky(self, n):
+        self._linalg(n, "np.linalg.cholesky(x0[b])")
 
 
 def _index_check(op: str, m: str, n: str, n_lit: int) -> Loop:

@@ -9,6 +9,7 @@ from .elementwise import (  # noqa: F401
     ones_like, pow, reciprocal, relu, sigmoid, sign, sin, sqrt, square, stop_gradient,
     subtract, tanh, truediv, where, zeros, zeros_like,
 )
+from .elementwise import erf, erfc, expm1, rsqrt  # noqa: F401
 from .shaping import (  # noqa: F401
     broadcast_to, concat, expand_dims, gather, getitem, one_hot, reshape, shape, size, squeeze,
     stack, strided_slice, transpose, unstack,
@@ -26,3 +27,4 @@ from .creation import add_n, eye, linspace, meshgrid, pad, range, repeat, tile  
 from .scan import cumprod, cumsum  # noqa: F401
 from .sorting import argsort, sort, top_k  # noqa: F401
 from .einsum import einsum  # noqa: F401
+from . import linalg  # noqa: F401

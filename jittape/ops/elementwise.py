@@ -592,3 +592,54 @@ def constant_op(value):
     from ..ir import Const
 
     return apply(const_op, value=Const(value))
+
+
+# ---------------------------------------------------------------------------
+# Special functions (tf.math): primitives for accuracy, each one fused scalar
+
+
+def _erf_fwd(x):
+    from scipy import special
+
+    return special.erf(x).astype(x.dtype, copy=False)
+
+
+def _erfc_fwd(x):
+    from scipy import special
+
+    return special.erfc(x).astype(x.dtype, copy=False)
+
+
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+
+
+# a primitive: 1/sqrt(x) in one scalar, TF's Rsqrt (its gradient -0.5 * out**3)
+rsqrt_op = defop(
+    "rsqrt", inputs=1, kind="elementwise", forward=_errstate(lambda x: 1 / np.sqrt(x)),
+    infer=FLOAT, cost="transcendental",
+    vjp=lambda g, out, x: (multiply(g, multiply(multiply(square(out), out), -0.5)),),
+    scalar="({dt}(1) / np.sqrt({0}))", domain=("positive",),
+)
+# a primitive: no composite of exp and friends is accurate (math.erf is libm's)
+erf_op = defop(
+    "erf", inputs=1, kind="elementwise", forward=_erf_fwd, infer=FLOAT, cost="transcendental",
+    vjp=lambda g, out, x: (multiply(g, multiply(exp(negative(square(x))), _TWO_OVER_SQRT_PI)),),
+    scalar="math.erf({0})",
+)
+# a primitive: 1 - erf(x) loses every digit for large x
+erfc_op = defop(
+    "erfc", inputs=1, kind="elementwise", forward=_erfc_fwd, infer=FLOAT, cost="transcendental",
+    vjp=lambda g, out, x: (multiply(g, multiply(exp(negative(square(x))), -_TWO_OVER_SQRT_PI)),),
+    scalar="math.erfc({0})",
+)
+# a primitive: exp(x) - 1 loses the digits of small x (elu and selu use it)
+expm1_op = defop(
+    "expm1", inputs=1, kind="elementwise", forward=_errstate(np.expm1), infer=FLOAT,
+    cost="transcendental",
+    vjp=lambda g, out, x: (multiply(g, add(out, 1)),), scalar="math.expm1({0})",
+)
+
+rsqrt = unary(rsqrt_op)
+erf = unary(erf_op)
+erfc = unary(erfc_op)
+expm1 = unary(expm1_op)

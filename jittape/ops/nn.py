@@ -119,3 +119,93 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
 def l2_loss(t, name=None):
     (x,) = convert_args((t,))
     return E.multiply(R.reduce_sum(E.square(x)), 0.5)
+
+
+# ---------------------------------------------------------------------------
+# More activations and normalizations (composites: they fuse with their neighbours)
+
+# tf.nn.selu's constants (Klambauer et al. 2017), as TF writes them
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _negative_part_expm1(x):
+    """expm1(min(x, 0)): the negative branch of elu, finite for every x (an exp of a
+    large positive x would be inf, and the unselected branch's 0 * inf a NaN gradient)."""
+    return E.expm1(E.minimum(x, 0.0))
+
+
+@composite("elu")
+def elu(features, name=None):
+    """x for x >= 0, exp(x) - 1 below (``tf.nn.elu``; the gradient at 0 is 1, as TF's)."""
+    (x,) = convert_args((features,))
+    return E.where(E.less(x, 0.0), _negative_part_expm1(x), x)
+
+
+@composite("selu")
+def selu(features, name=None):
+    """scale * elu(x) with elu's negative branch times alpha (``tf.nn.selu``)."""
+    (x,) = convert_args((features,))
+    neg = E.multiply(_negative_part_expm1(x), SELU_ALPHA * SELU_SCALE)
+    return E.where(E.less(x, 0.0), neg, E.multiply(x, SELU_SCALE))
+
+
+@composite("gelu")
+def gelu(features, approximate=False, name=None):
+    """x * Phi(x) (``tf.nn.gelu``): exactly, through erf, or TF's tanh approximation."""
+    (x,) = convert_args((features,))
+    if approximate:
+        inner = E.multiply(E.add(x, E.multiply(E.multiply(E.square(x), x), 0.044715)),
+                           0.7978845608028654)  # sqrt(2 / pi)
+        return E.multiply(E.multiply(x, 0.5), E.add(E.tanh(inner), 1.0))
+    return E.multiply(E.multiply(x, 0.5), E.add(E.erf(E.multiply(x, 0.7071067811865476)), 1.0))
+
+
+@composite("softsign")
+def softsign(features, name=None):
+    """x / (1 + |x|)."""
+    (x,) = convert_args((features,))
+    return E.divide(x, E.add(E.abs(x), 1.0))
+
+
+@composite("silu")
+def silu(features, beta=1.0, name=None):
+    """x * sigmoid(beta * x) (``tf.nn.silu``, also ``tf.nn.swish``)."""
+    (x,) = convert_args((features,))
+    return E.multiply(x, E.sigmoid(x if beta == 1.0 else E.multiply(x, beta)))
+
+
+swish = silu
+
+
+@composite("log_sigmoid")
+def log_sigmoid(x, name=None):
+    """log(sigmoid(x)) = -softplus(-x), stable for large |x| (``tf.math.log_sigmoid``)."""
+    (x,) = convert_args((x,))
+    return E.negative(softplus(E.negative(x)))
+
+
+@composite("l2_normalize")
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+    """x / sqrt(max(sum(x**2, axis), epsilon)) (``tf.math.l2_normalize``)."""
+    (x,) = convert_args((x,))
+    if axis is None:
+        axis = dim
+    sq = R.reduce_sum(E.square(x), axis, keepdims=True)
+    return E.multiply(x, E.rsqrt(E.maximum(sq, epsilon)))
+
+
+@composite("moments")
+def moments(x, axes, shift=None, keepdims=False, name=None):
+    """``(mean, variance)`` of ``x`` over ``axes`` (``tf.nn.moments``; ``shift`` is
+    unused, as in TF 2): the variance is the mean of squared deviations from the mean.
+    TF holds the mean constant in it (``stop_gradient``): the first derivative is the
+    same (the variance's derivative in the mean is zero), but the second is not, so the
+    mean here is differentiated, and Hessians are right."""
+    (x,) = convert_args((x,))
+    mean = R.reduce_mean(x, axes, keepdims=True)
+    variance = R.reduce_mean(E.square(E.subtract(x, mean)), axes,
+                             keepdims=keepdims)
+    if not keepdims:
+        mean = S.squeeze(mean, axes)
+    return mean, variance
