@@ -80,6 +80,11 @@ def test_activations():
     np.testing.assert_allclose(
         activations.gelu(t, approximate=True).numpy(),
         0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))), rtol=1e-5, atol=1e-6)
+    from scipy.special import erf
+
+    np.testing.assert_allclose(activations.gelu(t).numpy(),
+                               0.5 * x * (1 + erf(x / np.sqrt(2))), rtol=1e-5, atol=1e-6)
+    assert Dense(2, activation="gelu").activation is activations.gelu  # exact, as Keras
     np.testing.assert_allclose(activations.sigmoid(t).numpy(), 1 / (1 + np.exp(-x)), rtol=1e-6)
     assert activations.get(None) is activations.linear
     assert activations.get("elu") is activations.elu

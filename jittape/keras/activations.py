@@ -7,7 +7,6 @@ known to ``jt.layers`` by name (``Dense(4, activation="elu")``).
 
 from __future__ import annotations
 
-import math
 
 from .. import layers as _layers
 from .. import ops as _ops
@@ -94,17 +93,9 @@ def mish(x):
 
 
 def gelu(x, approximate=False):
-    """``x * P(X <= x)`` for a standard normal X; ``approximate=True`` uses the tanh
-    formula ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
-    if approximate:
-        c = math.sqrt(2.0 / math.pi)
-        return 0.5 * x * (1.0 + _ops.tanh(c * (x + 0.044715 * x * x * x)))
-    erf = getattr(_ops, "erf", None)
-    if erf is None:
-        raise NotImplementedError(
-            "gelu(approximate=False) needs jt.math.erf, which jittape does not have yet; "
-            "use gelu(x, approximate=True)")
-    return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+    """``x * P(X <= x)`` for a standard normal X (exactly, through erf); ``approximate=True``
+    uses the tanh formula ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+    return _ops.nn.gelu(x, approximate=approximate)
 
 
 _OWN = {
@@ -112,8 +103,8 @@ _OWN = {
     "elu": elu, "selu": selu, "hard_sigmoid": hard_sigmoid, "hard_silu": hard_silu,
     "hard_swish": hard_swish, "mish": mish, "gelu": gelu,
 }
-for _name, _fn in _OWN.items():  # known to the layers by name too (not gelu: its default,
-    if _name not in ("relu", "leaky_relu", "gelu"):  # the exact form, needs erf)
+for _name, _fn in _OWN.items():  # known to the layers by name too
+    if _name not in ("relu", "leaky_relu"):
         _A.setdefault(_name, _fn)
 
 _ALL = {**_A, **_OWN}
