@@ -182,10 +182,10 @@ def test_defop_refuses_an_unknown_field():
 
 
 def test_defop_refuses_an_unknown_monoid():
-    with pytest.raises(ValueError, match=r"op 'test_prod'.*'monoid'.*'mul'"):
+    with pytest.raises(ValueError, match=r"op 'test_prod'.*'monoid'.*'xor'"):
         defop("test_prod", inputs=1, kind="reduction", forward=np.prod,
               infer=lambda types, **a: Type((), types[0].dtype), vjp=NO_GRADIENT,
-              monoid="mul")
+              monoid="xor")
     with pytest.raises(ValueError, match=r"op 'test_ew'.*'monoid' is for reductions"):
         defop("test_ew", inputs=1, kind="elementwise", forward=np.negative,
               infer=elementwise_infer(), vjp=lambda g, out, x: (-g,), scalar="(-{0})",
