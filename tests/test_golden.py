@@ -27,7 +27,7 @@ import jittape as jt
 import passes
 from jittape import _state, backends
 from jittape.autodiff import backward_graph, forward_graph
-from jittape.backends import cpu, schedule
+from jittape.backends import cpu, schedule, schedule_fused
 from passes.buffers import BufferPlan
 from passes.prune import prune_unreachable
 
@@ -41,7 +41,8 @@ from workloads import (  # noqa: E402
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE_VAR = "JITTAPE_GOLDEN_UPDATE"
 # the defaults of the settings that change generated code (JITTAPE_PARALLEL_MIN is
-# read once at import into schedule.PARALLEL_MIN; JITTAPE_FASTMATH at each kernel)
+# read once at import into schedule_fused.PARALLEL_MIN, which schedule.PARALLEL_MIN
+# re-exports; JITTAPE_FASTMATH at each kernel)
 DEFAULT_PARALLEL_MIN = 1 << 16
 MAX_DIFF_LINES = 80
 IMPORTED_PARALLEL_MIN = schedule.PARALLEL_MIN  # before the fixture patches it
@@ -50,7 +51,7 @@ IMPORTED_PARALLEL_MIN = schedule.PARALLEL_MIN  # before the fixture patches it
 @pytest.fixture(autouse=True)
 def default_codegen_settings(monkeypatch):
     """The text must not depend on the user's environment or on global switches."""
-    monkeypatch.setattr(schedule, "PARALLEL_MIN", DEFAULT_PARALLEL_MIN)
+    monkeypatch.setattr(schedule_fused, "PARALLEL_MIN", DEFAULT_PARALLEL_MIN)
     monkeypatch.delenv("JITTAPE_FASTMATH", raising=False)
     monkeypatch.setitem(jt.tensor._config, "check_numerics", False)
 

@@ -1,7 +1,7 @@
 """The names of scheduled code: scopes that give out value names as the scheduler asks
 for them, the module's dims (``D0``) and each kernel's (``d0``), index terms, and the
-entry's parameter names. Shared by the scheduler (``schedule.py``) and its op kernels
-(``schedule_ops.py``)."""
+entry's parameter names. Shared by the scheduler (``schedule.py``) and its mixins
+(``schedule_fused.py``, ``schedule_ops.py``)."""
 
 from __future__ import annotations
 

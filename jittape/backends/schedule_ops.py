@@ -1,7 +1,7 @@
 """The scheduler's kernels for ops that are not fused: argmax/argmin, gather,
 scatter_add, one_hot, concat, strided_slice_grad, check_numerics, the scans (cumsum,
 cumprod), argsort and the linear algebra ops, each a loop nest of its own (a mixin of
-``schedule.Scheduler``)."""
+``schedule.Scheduler``; the bodies of fused kernels are ``schedule_fused.py``'s)."""
 
 from __future__ import annotations
 
