@@ -853,3 +853,33 @@ def _all_compiled_ops() -> set:
 def test_every_op_is_compiled():
     missing = sorted(set(OP_TABLE) - EXEMPT - _all_compiled_ops())
     assert not missing, f"ops no cpu-vs-interpret comparison compiled: {missing}"
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_matmul_compiles_as_a_loop_nest(dtype):
+    """Numba's np.dot (BLAS) multiplies floats only: an integer matmul is a loop nest of
+    its own, compiled (it used to fall back to interpret with a CompileWarning), plain,
+    batched, transposed and with an epilogue, exact as numpy's."""
+    import warnings
+
+    from jittape.backends import cpu
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(-50, 50, (3, 4)).astype(dtype)
+    b = rng.integers(-50, 50, (4, 5)).astype(dtype)
+    A = rng.integers(-50, 50, (2, 3, 4)).astype(dtype)
+    cases = [
+        (lambda x, y: jt.matmul(x, y) + 1, (a, b), a @ b + 1),
+        (lambda x, y: jt.matmul(x, y), (A, b), A @ b),
+        (lambda x, y: jt.matmul(x, y, transpose_b=True), (a, b.T.copy()), a @ b),
+        (lambda x, y: jt.matmul(x, y, transpose_a=True), (a.T.copy(), b), a @ b),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cpu.CompileWarning)
+        for fn, args, want in cases:
+            f = jt.function(fn, backend="cpu")
+            got = f(*args).numpy()
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+            prog = f.get_concrete_function(*args).program
+            assert prog is not None and prog.fallback is None and prog.ready

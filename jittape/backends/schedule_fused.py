@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from .emit import REDUCE_INIT, Unsupported, emit_values, literal
-from .kernel_ir import Accumulate, Alloc, Fill, Full, Gemm, If, Let, Load, Store
+from .kernel_ir import Accumulate, Alloc, Fill, Full, Gemm, If, Let, Load, Loop, Store
 from .kernel_names import _DIMS, _d, _dims, _dprod, _index, _nest, _prod, _subscript
 
 # Iteration spaces at least this large (in element-ops) run their outer loop on threads.
@@ -32,6 +32,11 @@ def _output_readers(body, env_in, outs=None):
         if o in env_in:
             res.append(_Reader((o,)))
     return res
+
+
+# the dtypes the library GEMM (np.dot in Numba: BLAS sgemm/dgemm) multiplies; others
+# get a loop nest (_product_loops)
+_GEMM_DTYPES = frozenset({"float32", "float64"})
 
 
 class FusedKernels:
@@ -222,6 +227,33 @@ class FusedKernels:
             stmts += _nest(evars, r_ext, tail, False)
         return stmts, threaded
 
+    def _product_loops(self, pa, sa, pb, sb, target, space, dt) -> list:
+        """``target = pa @ pb`` as a loop nest, for the dtypes a GEMM has no routine for
+        (integers): row by row, each row of ``pb`` scaled by an element of
+        ``pa`` and added (the inner loop runs along rows in memory order)."""
+        r = len(space)
+        v = [f"i{d}" for d in range(r)]
+        kv, nb = f"i{r}", r - 2
+
+        def lead(shape):
+            k = len(shape) - 2
+            return ["0" if shape[j] == 1 else v[nb - k + j] for j in range(k)]
+
+        ia = tuple(lead(sa) + [v[r - 2], kv])
+        ib = tuple(lead(sb) + [kv, v[r - 1]])
+        it = tuple(v)
+        ext = _dims(space)
+        row = [
+            Loop(v[r - 1], ext[r - 1], (Store(target, it, literal(0, dt)),)),
+            Loop(kv, _d(sa[-1]), (
+                Load("a_ik", pa, ia),
+                Loop(v[r - 1], ext[r - 1], (
+                    Load("acc", target, it), Load("b_kj", pb, ib),
+                    Store(target, it, "acc + a_ik * b_kj"))),
+            )),
+        ]
+        return _nest(v[:r - 1], ext[:r - 1], row, False)
+
     def matmul_body(self, body, phases, env_in, outs, space, work):
         mm = body.nodes[[b.op.kind for b in body.nodes].index("matmul")]
         if self.lowering(mm.op) != "op_matmul" or mm.attrs:
@@ -261,7 +293,9 @@ class FusedKernels:
                 target = "prod"
                 stmts.append(Alloc("prod", _dims(space), mm.types[0].dtype))
         batch = space[:-2]
-        if not batch:
+        if mm.types[0].dtype not in _GEMM_DTYPES:
+            stmts += self._product_loops(pa, sa, pb, sb, target, space, mm.types[0].dtype)
+        elif not batch:
             stmts.append(Gemm(pa, pb, target))
         else:
             bvars = [f"i{d}" for d in range(len(batch))]
