@@ -384,7 +384,13 @@ def test_a_graph_the_backend_cannot_compile_runs_on_interpret_with_one_warning()
     np.testing.assert_allclose(again[0], got[0])
 
 
-def test_a_numba_compile_error_falls_back_and_names_the_kernel():
+def test_a_numba_compile_error_falls_back_and_names_the_kernel(monkeypatch):
+    # an integer GEMM (np.dot multiplies floats only): what the scheduler emits when told
+    # int64 has a GEMM; it writes a loop nest for integers otherwise
+    from jittape.backends import schedule_fused
+
+    monkeypatch.setattr(schedule_fused, "_GEMM_DTYPES",
+                        schedule_fused._GEMM_DTYPES | {"int64"})
     gb = GraphBuilder("int_matmul")
     a = gb.add_input(Type((2, 3), "int64"))
     b = gb.add_input(Type((3, 2), "int64"))
