@@ -130,3 +130,14 @@ def test_module_mlp_with_a_compiled_step_and_a_checkpoint_every_epoch(tmp_path, 
     assert res["traces"] == 2
     assert [p.rsplit("/", 1)[1] for p in res["checkpoints"]] == ["ckpt-2", "ckpt-3", "ckpt-4"]
     assert "validation accuracy" in capsys.readouterr().out
+
+
+def test_training_loop_from_scratch_guide(capsys):
+    """Keras' "writing a training loop from scratch" with `import jittape as tf`: compiled
+    train and test steps updating metrics, two traces each (full batches, the last one)."""
+    res = _load("training_loop_from_scratch").main(epochs=6)
+    accs = [v for _, v in res["history"]]
+    assert accs[-1] > 0.85 and accs[-1] > accs[0]
+    assert res["train_traces"] == 2 and res["test_traces"] == 2
+    out = capsys.readouterr().out
+    assert "Training loss (for 1 batch) at step 10:" in out and "Validation acc:" in out
