@@ -642,3 +642,28 @@ def test_epoch_speed_is_numpy_speed():
     dt = time.perf_counter() - t
     assert n == 469
     assert dt < 2.0, f"one epoch took {dt:.2f}s"  # about 0.035 s here; a Python loop: seconds
+
+
+def test_zip_of_slices_batches_like_the_element_path():
+    """zip of from_tensor_slices datasets is one slice source (batches gathered whole);
+    it gives what zipping element by element gives, ending with the shortest."""
+    a = np.arange(14, dtype=np.float32).reshape(7, 2)
+    b = np.arange(5, dtype=np.int64)
+    fast = jt.data.Dataset.zip((jt.data.Dataset.from_tensor_slices(a),
+                                jt.data.Dataset.from_tensor_slices(b)))
+    slow = jt.data.Dataset.zip((jt.data.Dataset.from_tensor_slices(a).map(lambda x: x),
+                                jt.data.Dataset.from_tensor_slices(b)))
+    assert fast.cardinality().numpy() == slow.cardinality().numpy() == 5
+    assert fast.element_spec == slow.element_spec
+    for ds_f, ds_s in [(fast.batch(2), slow.batch(2)),
+                       (fast.shuffle(5, seed=3).batch(2), slow.shuffle(5, seed=3).batch(2))]:
+        got = [(x.numpy(), y.numpy()) for x, y in ds_f]
+        want = [(x.numpy(), y.numpy()) for x, y in ds_s]
+        assert len(got) == len(want) == 3
+        for (gx, gy), (wx, wy) in zip(got, want):
+            np.testing.assert_array_equal(gx, wx)
+            np.testing.assert_array_equal(gy, wy)
+    d = jt.data.Dataset.zip({"x": jt.data.Dataset.from_tensor_slices(a),
+                             "y": jt.data.Dataset.from_tensor_slices(b)})
+    first = next(iter(d))
+    assert set(first) == {"x", "y"} and int(first["y"].numpy()) == 0

@@ -181,6 +181,12 @@ class Dataset:
         elif args:
             raise TypeError("Dataset.zip: pass the datasets positionally or as datasets=, "
                             "not both")
+        leaves = _flat(datasets) if isinstance(datasets, (tuple, dict)) else []
+        if leaves and all(type(d) is _Slices for d in leaves):
+            # slices side by side are the slices of the structure side by side: one index
+            # stream, so batches keep the fast path (one gather per component)
+            n = min(d._src.n for d in leaves)
+            return _Slices._of(_map(lambda d: _map(lambda a: a[:n], d._structure), datasets))
         return _Zip(datasets)
 
     @staticmethod
@@ -396,6 +402,14 @@ class _Slices(Dataset):
                 f"dimension, got shapes {shapes}")
         self._src = _ArraySource(structure)
         self._structure = structure
+
+    @classmethod
+    def _of(cls, structure):
+        """Slices of a structure of arrays already read-only and of one length."""
+        ds = cls.__new__(cls)
+        ds._src = _ArraySource(structure)
+        ds._structure = structure
+        return ds
 
     def _indices(self):
         return _arange_chunks(self._src.n)
