@@ -194,7 +194,6 @@ class Program(_runtime.Executable):
         self.trials: list = []
         self.calls = 0
         self._bp = None  # the buffer table of the consts and the program's own slots
-        self._bp_slots = None
 
     def _set_modules(self, mod, kmods):
         self.entries = kernel_table.Entries(mod, kmods, self.path, len(self.kernels), _load)
@@ -222,11 +221,10 @@ class Program(_runtime.Executable):
     def _rest(self, args, slots, outs) -> tuple:
         """The entry's arguments after ``kp``: the inputs, the buffer table (constants and
         ``slots``), the outputs."""
-        if slots is self.slots:  # the program's own: its table is made once
+        if slots is self.slots:  # the program's own (made once): so is its table
+            if self._bp is None:
+                self._bp = kcall.fill_table([*self.consts, *slots])
             bp = self._bp
-            if bp is None or self._bp_slots is not slots:
-                bp = self._bp = kcall.fill_table([*self.consts, *slots])
-                self._bp_slots = slots
         else:  # a call's own slots (another thread holds the program's)
             bp = kcall.fill_table([*self.consts, *slots])
         return (*args, bp, *outs)

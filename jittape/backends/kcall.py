@@ -186,19 +186,8 @@ def _table_view(name: str):
                 at_j = builder.add(at, ir.Constant(intp, j))
                 return builder.load(builder.gep(table.data, [at_j]))
 
-            elem = context.get_data_type(dt)
-            data = builder.inttoptr(word(0), elem.as_pointer())
-            dims = [word(1 + i) for i in range(nd)]
-            itemsize = context.get_abi_sizeof(elem)
-            strides, step = [], ir.Constant(intp, itemsize)
-            for d in reversed(dims):
-                strides.append(step)
-                step = builder.mul(step, d)
-            strides.reverse()
-            out = context.make_array(rt)(context, builder)
-            context.populate_array(out, data=data, shape=dims, strides=strides,
-                                   itemsize=ir.Constant(intp, itemsize), meminfo=None)
-            return out._getvalue()
+            data = builder.inttoptr(word(0), context.get_data_type(dt).as_pointer())
+            return _c_array(context, builder, rt, data, [word(1 + i) for i in range(nd)])
 
         return rt(bp, off), codegen
 
@@ -222,20 +211,25 @@ def view(typingctx, base, off, shape):
 
     def codegen(context, builder, sig, llargs):
         src = context.make_array(sig.args[0])(context, builder, llargs[0])
-        out = context.make_array(rt)(context, builder)
-        intp = context.get_value_type(types.intp)
         dims = [context.cast(builder, builder.extract_value(llargs[2], i), sig.args[2][i],
                              types.intp) for i in range(nd)]
-        itemsize = context.get_abi_sizeof(context.get_data_type(base.dtype))
-        strides, step = [], ir.Constant(intp, itemsize)
-        for d in reversed(dims):
-            strides.append(step)
-            step = builder.mul(step, d)
-        strides.reverse()
         start = context.cast(builder, llargs[1], sig.args[1], types.intp)
-        context.populate_array(out, data=builder.gep(src.data, [start]), shape=dims,
-                               strides=strides, itemsize=ir.Constant(intp, itemsize),
-                               meminfo=None)
-        return out._getvalue()
+        return _c_array(context, builder, rt, builder.gep(src.data, [start]), dims)
 
     return rt(base, off, shape), codegen
+
+
+def _c_array(context, builder, rt, data, dims):
+    """The value of a C-contiguous array of type ``rt`` over ``data`` (a typed pointer)
+    with ``dims`` (intp values): strides from the dims, no reference (meminfo NULL)."""
+    intp = context.get_value_type(types.intp)
+    itemsize = context.get_abi_sizeof(context.get_data_type(rt.dtype))
+    strides, step = [], ir.Constant(intp, itemsize)
+    for d in reversed(dims):
+        strides.append(step)
+        step = builder.mul(step, d)
+    strides.reverse()
+    out = context.make_array(rt)(context, builder)
+    context.populate_array(out, data=data, shape=dims, strides=strides,
+                           itemsize=ir.Constant(intp, itemsize), meminfo=None)
+    return out._getvalue()
