@@ -239,6 +239,14 @@ def _generalize(old_key, new_key, old_types, leaves_new) -> dict | None:
     return mask
 
 
+def _merged(mask, extra) -> dict:
+    """``mask`` (leaf -> dims traced as symbols) with ``extra``'s dims added."""
+    out = dict(mask or {})
+    for k, dims in extra.items():
+        out[k] = out.get(k, frozenset()) | dims
+    return out
+
+
 def _relax_key(key, mask, leaves):
     """``key`` (a call key) with the masked sizes keyed as None."""
     it = iter(range(len(leaves)))
@@ -277,6 +285,12 @@ def _symbolize(obj, make):
         vals = {k: _symbolize(obj[k], make) for k in _dict_keys(obj)}
         return t((k, vals[k]) for k in obj) if t is not dict else {k: vals[k] for k in obj}
     return obj
+
+
+def _spec_of(ty: Type, name=None) -> "TensorSpec":
+    """The ``jt.TensorSpec`` of a traced type (a symbolic size is None)."""
+    return TensorSpec(tuple(d if isinstance(d, int) else None for d in ty.shape), ty.dtype,
+                      name=name)
 
 
 def _describe_spec(x) -> str:
@@ -713,9 +727,7 @@ class ConcreteFunction:
         flat = []
         for p in self.out_plan:
             if type(p) is int:
-                ty = types[g.outputs[p]]
-                flat.append(TensorSpec(tuple(d if isinstance(d, int) else None
-                                             for d in ty.shape), ty.dtype))
+                flat.append(_spec_of(types[g.outputs[p]]))
             else:
                 flat.append(p[1])
         return nest.pack_sequence_as(self.out_structure, flat)
@@ -745,9 +757,7 @@ class ConcreteFunction:
             raise RuntimeError(f"concrete function {self.name!r}: its jt.function is gone")
         args, kwargs = fn._canonical(args, kwargs)
         leaves: list = []
-        key = fn._call_key(self.backend, args, kwargs, leaves)
-        if fn._mask:
-            key = _relax_key(key, fn._mask, leaves)
+        key = fn._call_key(self.backend, args, kwargs, leaves)  # masked as the trace's
         if key != self.key:
             want = self.pretty_printed_signature().split("Output Type:")[0].rstrip()
             raise TypeError(
@@ -1472,16 +1482,10 @@ class Function:
 
         sym_args = _symbolize(args, make)
         sym_kwargs = _symbolize(kwargs, make)
-        n_spec = [0]
-
-        def spec_of(ty):
-            k = n_spec[0]
-            n_spec[0] += 1
-            dims = (mask.get(k) if mask else None) or ()
-            return TensorSpec(tuple(None if j in dims else d for j, d in enumerate(ty.shape)),
-                              ty.dtype, name=paths[k] if k < len(paths) else None)
-
-        cf.input_structure = (_symbolize(args, spec_of), _symbolize(kwargs, spec_of))
+        names = iter(paths)
+        cf.input_structure = tuple(  # the placeholders' types: a symbolic dim is None
+            _symbolize(a, lambda ty: _spec_of(ty, next(names, None)))
+            for a in (sym_args, sym_kwargs))
         before = ([_nest(a) for a in sym_args], {k: _nest(v) for k, v in sym_kwargs.items()})
         with tracer:
             try:
@@ -1673,10 +1677,7 @@ class Function:
         diff = _generalize(last.key, key, last.leaf_types, leaves)
         if diff is None:
             return key, mask
-        merged = dict(mask or {})
-        for k, dims in diff.items():
-            merged[k] = merged.get(k, frozenset()) | dims
-        self._mask = merged
+        merged = self._mask = _merged(mask, diff)
         return _relax_key(key, merged, leaves), merged
 
     def experimental_get_tracing_count(self) -> int:
@@ -1725,10 +1726,7 @@ class Function:
                          if id(a) in stand_ins and stand_ins[id(a)]}
             if spec_mask:
                 with self._lock:
-                    merged = dict(self._mask or {})
-                    for k, dims in spec_mask.items():
-                        merged[k] = merged.get(k, frozenset()) | dims
-                    self._mask = merged
+                    self._mask = _merged(self._mask, spec_mask)
                 key = _relax_key(key, self._mask, leaves)
         with self._lock:
             cf = self._cache.get(key)

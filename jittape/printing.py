@@ -10,7 +10,6 @@ point, booleans as 0/1, strings in quotes inside tensors and containers.
 
 from __future__ import annotations
 
-import builtins
 import sys
 
 import numpy as np
@@ -137,5 +136,3 @@ def run_prints(prints, outs) -> None:
         flat = [outs[out_index[s]] if type(s) is int else s[1] for s in slots]
         emit(nest.pack_sequence_as(structure, flat), opts)
 
-
-_builtin_print = builtins.print

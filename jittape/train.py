@@ -148,10 +148,16 @@ def _slot_paths(variables: dict, optimizers: list) -> dict:
     return out
 
 
-def _all_variables(root) -> dict:
-    variables, _, optimizers = _walk(root)
+def _graph(root) -> tuple:
+    """``(variables, objects)``: path -> Variable (optimizer slots included) and path ->
+    trackable object, from one walk."""
+    variables, objects, optimizers = _walk(root)
     variables.update(_slot_paths(variables, optimizers))
-    return variables
+    return variables, objects
+
+
+def _all_variables(root) -> dict:
+    return _graph(root)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -201,24 +207,22 @@ class _Restore:
             if self in _PENDING:
                 _PENDING.remove(self)
             return
-        variables = _all_variables(root)
+        variables, objects = _graph(root)
         for p in sorted(set(self.pending) & set(variables)):
             _assign(variables[p], self.pending.pop(p), p)
             self.matched.add(p)
         if strict:
-            self._check_structure(variables)
+            self._check_structure(variables, objects)
         if self.pending and self not in _PENDING:
             _PENDING.append(self)
         elif not self.pending and self in _PENDING:
             _PENDING.remove(self)
 
-    def _check_structure(self, variables: dict):
+    def _check_structure(self, variables: dict, objects: dict):
         """Fail on an existing variable the checkpoint lacks inside an object whose other
         variables it holds (another structure, not a variable made later)."""
         from .layers import Layer
 
-        root = self.root()
-        _, objects, _ = _walk(root)
         saved = self.matched | set(self.pending)
         for p, v in variables.items():
             if p in saved or f"/{_SLOTS}/" in p:
@@ -357,11 +361,15 @@ class Checkpoint:
         _cache.write_atomic(path + _SUFFIX, self._archive(), durable=True)
         return path
 
+    def _count_save(self) -> int:
+        """The save counter, incremented: the number of the save being made."""
+        self.save_counter._set(self.save_counter._value + 1)
+        return int(self.save_counter._value)
+
     def save(self, file_prefix, options=None) -> str:
         """Write ``<file_prefix>-<n>`` (``n``: the save counter, counted from 1) and name
         it the latest in the directory's ``checkpoint`` file; returns the path."""
-        self.save_counter._set(self.save_counter._value + 1)
-        path = f"{os.fspath(file_prefix)}-{int(self.save_counter._value)}"
+        path = f"{os.fspath(file_prefix)}-{self._count_save()}"
         self.write(path)
         d = os.path.dirname(path) or "."
         state = _read_state(d)
@@ -500,11 +508,7 @@ class CheckpointManager:
                 return None
             self._last_step = step
         ck = self._checkpoint
-        if checkpoint_number is None:
-            ck.save_counter._set(ck.save_counter._value + 1)
-            n = int(ck.save_counter._value)
-        else:
-            n = int(np.asarray(checkpoint_number))
+        n = ck._count_save() if checkpoint_number is None else int(np.asarray(checkpoint_number))
         path = f"{self._prefix}-{n}"
         ck.write(path)
         paths = [p for p in self._paths if p != path] + [path]
