@@ -31,6 +31,7 @@ import weakref
 import numpy as np
 
 from . import initializers as _init
+from . import keras_tensor as _kt
 from . import train as _train
 from . import nest
 from . import ops as _ops
@@ -39,6 +40,7 @@ from .dtypes import as_dtype
 from .errors import InvalidArgumentError
 from .module import Module, _is_non_trainable, _is_trainable, _is_variable
 from .tensor import Tensor, Variable, convert_to_tensor
+from .trainer import Trainer
 
 __all__ = [
     "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Sequential",
@@ -321,7 +323,8 @@ class Layer(Module):
     def __setattr__(self, key, value):
         subs = self.__dict__.setdefault("_sublayers", [])
         found = [value] if isinstance(value, Layer) else (
-            [v for v in value if isinstance(v, Layer)] if isinstance(value, (list, tuple)) else []
+            [v for v in (value.values() if isinstance(value, dict) else value)
+             if isinstance(v, Layer)] if isinstance(value, (list, tuple, dict)) else []
         )
         for layer in found:
             if layer is not self and all(layer is not s for s in subs):
@@ -512,6 +515,8 @@ class Layer(Module):
         return cached
 
     def __call__(self, inputs, *args, training=None, **kwargs):
+        if _kt.is_symbolic(inputs, args, kwargs):  # the functional API: record the call
+            return _kt.symbolic_call(self, inputs, args, dict(kwargs, training=training))
         x = self._convert_input(inputs)
         if isinstance(x, Tensor):
             shape = tuple(x.shape)
@@ -853,14 +858,15 @@ class BatchNormalization(Layer):
 # Sequential
 
 
-class Sequential(Layer):
+class Sequential(Trainer, Layer):
     """A stack of layers, each feeding the next.
 
     Built on the first call, or at once when the first layer has ``input_shape``.
     """
 
     def __init__(self, layers=None, name=None, trainable=True, dtype=None):
-        super().__init__(trainable=trainable, name=name, dtype=dtype)
+        Layer.__init__(self, trainable=trainable, name=name, dtype=dtype)
+        Trainer.__init__(self)
         self._stack = []
         for layer in layers or ():
             self.add(layer)
@@ -968,3 +974,24 @@ class Sequential(Layer):
 
     def __repr__(self):
         return f"<Sequential name={self.name!r}, layers={[l.name for l in self._stack]}>"
+
+
+# the layers that combine and reshape tensors (they subclass Layer, defined above)
+from .layer_ops import (  # noqa: E402,F401
+    Add, Average, Concatenate, Dot, Identity, Lambda, Maximum, Minimum, Multiply, Reshape,
+    Subtract, add, average, concatenate, dot, maximum, minimum, multiply, subtract,
+)
+
+__all__ += [
+    "Add", "Average", "Concatenate", "Dot", "Identity", "Lambda", "Maximum", "Minimum",
+    "Multiply", "Reshape", "Subtract", "add", "average", "concatenate", "dot", "maximum",
+    "minimum", "multiply", "subtract", "Input", "InputLayer",
+]
+
+
+def __getattr__(name):
+    if name in ("Input", "InputLayer"):  # jt.keras.layers.Input, as Keras exports it
+        from . import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module 'jittape.layers' has no attribute {name!r}")
