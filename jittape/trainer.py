@@ -531,10 +531,17 @@ class Trainer:
         steps = self.__dict__.setdefault("_steps", {})
         fn = steps.get(kind)
         if fn is None:
-            from .function import function
-
             method = getattr(self, f"{kind}_step")
-            fn = method if self.run_eagerly else function(method)
+            if self.run_eagerly:
+                fn = method
+            else:
+                from .function import Function, _WeakMethod
+
+                # one Function per model, holding the model weakly; each model is meant
+                # to trace its own steps, so new models are not "created in a loop"
+                fn = Function(_WeakMethod(getattr(type(self), f"{kind}_step"), self),
+                              name=f"{type(self).__name__}.{kind}_step")
+                fn._detect_loops = False
             steps[kind] = fn
         return fn
 
@@ -630,7 +637,7 @@ class Trainer:
                     break
             if train is None:
                 raise ValueError("fit: the training data is empty (no batch was produced)")
-            epoch_logs = _pythonify(self.get_metrics_result())
+            epoch_logs = self._epoch_logs(logs)
             if val is not None and _validates(epoch, validation_freq):
                 val_logs = self._evaluate_adapter(val, cbs=None)
                 epoch_logs.update({f"val_{k}": v for k, v in val_logs.items()})
@@ -639,6 +646,15 @@ class Trainer:
                 break
         cbs.on_train_end(epoch_logs)
         return self.history
+
+    def _epoch_logs(self, logs):
+        """The metrics' results, or the last step's logs when a custom step returned
+        other keys (Keras 3's rule)."""
+        results = _pythonify(self.get_metrics_result())
+        if isinstance(logs, dict) and set(logs) != set(results):
+            return _pythonify(dict(logs.items()) if not isinstance(logs, _BatchLogs)
+                              else logs._results)
+        return results
 
     def _evaluate_adapter(self, data, cbs):
         self.reset_metrics()
@@ -655,7 +671,7 @@ class Trainer:
                 cbs.on_test_batch_end(step, logs)
         if test is None:
             raise ValueError("evaluate: the data is empty (no batch was produced)")
-        return _pythonify(self.get_metrics_result())
+        return self._epoch_logs(logs)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
                  steps=None, callbacks=None, return_dict=False):
