@@ -133,6 +133,9 @@ class _Arrays:
                              f"same number of samples. {detail}")
         self.n = all_sizes.pop()
         if class_weight is not None:
+            if self.sw is not None:
+                raise ValueError("You cannot `class_weight` and `sample_weight` at the same "
+                                 "time.")
             if self.y is None:
                 raise ValueError(f"{what}: `class_weight` needs targets (y)")
             cw = _class_weights(self.y, class_weight, what)

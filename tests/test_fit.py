@@ -92,6 +92,8 @@ def test_sample_weight_and_class_weight():
     np.testing.assert_allclose(h.history["loss"][0], (per * w).mean(), rtol=1e-5)
     cw = {0: 0.5, 1: 2.0, 2: 1.0}
     h = m.fit(X, Y, class_weight=cw, batch_size=50, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="cannot `class_weight` and `sample_weight`"):
+        m.fit(X, Y, class_weight=cw, sample_weight=w, verbose=0)
     wc = np.array([cw[c] for c in Y], np.float32)
     np.testing.assert_allclose(h.history["loss"][0], (per * wc).mean(), rtol=1e-5)
     onehot = np.eye(3, dtype=np.float32)[Y]
