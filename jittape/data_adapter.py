@@ -162,26 +162,17 @@ class _Arrays:
 
     def epoch(self, epoch):
         order = self._order()
+        parts = tuple(p for p in (self.x, self.y, self.sw) if p is not None)
+        if self.y is None and self.sw is not None:
+            parts = (self.x,)
+        # the leaves once, so that a batch is one fancy index per array
+        leaves = nest.flatten(list(parts))
+        plain = all(isinstance(p, np.ndarray) for p in parts)
         for i in range(self.steps):
             lo, hi = i * self.batch_size, min((i + 1) * self.batch_size, self.n)
             idx = slice(lo, hi) if order is None else order[lo:hi]
-
-            def take(s):
-                if s is None:
-                    return None
-                if isinstance(s, dict):
-                    return {k: take(v) for k, v in s.items()}
-                if isinstance(s, (list, tuple)):
-                    return type(s)(take(v) for v in s)
-                return convert_to_tensor(np.ascontiguousarray(s[idx]))
-
-            x, y, sw = take(self.x), take(self.y), take(self.sw)
-            if y is None:
-                yield (x,)
-            elif sw is None:
-                yield (x, y)
-            else:
-                yield (x, y, sw)
+            cut = [convert_to_tensor(a[idx]) for a in leaves]
+            yield tuple(cut) if plain else tuple(nest.pack_sequence_as(list(parts), cut))
 
 
 class _Iterable:

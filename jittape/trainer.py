@@ -16,6 +16,7 @@ sizes, over the epoch so far; then the compiled metrics; then, with several loss
 from __future__ import annotations
 
 import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -49,13 +50,19 @@ class _BatchLogs(dict):
 
     def __init__(self, results):
         super().__init__()
-        self._results = results
+        self._results = results  # a dict of tensors, or a function that returns one
+        self._lazy = callable(results)
         self._done = False
+
+    def _results_now(self):
+        if callable(self._results):
+            self._results = self._results()
+        return self._results
 
     def _fill(self):
         if not self._done:
             self._done = True
-            dict.update(self, _pythonify(self._results))
+            dict.update(self, _pythonify(self._results_now()))
 
     def __getitem__(self, k):
         self._fill()
@@ -526,12 +533,31 @@ class Trainer:
             return self.compute_loss(x, y, y_pred, sample_weight, training=training)
         return self.compute_loss(x, y, y_pred, sample_weight)
 
+    def _quiet_train_step(self, data):
+        """``train_step`` without its return value, for ``fit`` when neither
+        ``train_step`` nor ``compute_metrics`` is overridden: the batch logs are then
+        the metrics' results read when a callback asks (no extra outputs per step)."""
+        self.train_step(data)
+
+    def _quiet_test_step(self, data):
+        self.test_step(data)
+
+    def _quiet(self, kind) -> bool:
+        cls = type(self)
+        return kind in ("train", "test") and getattr(cls, f"{kind}_step") is getattr(
+            Trainer, f"{kind}_step") and cls.compute_metrics is Trainer.compute_metrics
+
+    def _run_step(self, kind, batch):
+        """Run a step of ``fit``/``evaluate``; the batch logs (read lazily)."""
+        out = self._step(kind)(batch)
+        return _BatchLogs(self.get_metrics_result if out is None else out)
+
     def _step(self, kind):
         """The (compiled) step function of ``kind``: "train", "test" or "predict"."""
         steps = self.__dict__.setdefault("_steps", {})
         fn = steps.get(kind)
         if fn is None:
-            method = getattr(self, f"{kind}_step")
+            method = getattr(self, f"_quiet_{kind}_step" if self._quiet(kind) else f"{kind}_step")
             if self.run_eagerly:
                 fn = method
             else:
@@ -539,8 +565,8 @@ class Trainer:
 
                 # one Function per model, holding the model weakly; each model is meant
                 # to trace its own steps, so new models are not "created in a loop"
-                fn = Function(_WeakMethod(getattr(type(self), f"{kind}_step"), self),
-                              name=f"{type(self).__name__}.{kind}_step")
+                fn = Function(_WeakMethod(method.__func__, self),
+                              name=f"{type(self).__name__}.{method.__name__}")
                 fn._detect_loops = False
             steps[kind] = fn
         return fn
@@ -631,8 +657,10 @@ class Trainer:
                     self._prepare(batch, training=True)
                     train = self._step("train")
                 cbs.on_train_batch_begin(step)
-                logs = _BatchLogs(train(batch))
+                logs = self._run_step("train", batch)
                 cbs.on_train_batch_end(step, logs)
+                if sys.getrefcount(logs) > 2:  # a callback kept the logs: fix their values
+                    logs._fill()
                 if self.stop_training:
                     break
             if train is None:
@@ -651,9 +679,11 @@ class Trainer:
         """The metrics' results, or the last step's logs when a custom step returned
         other keys (Keras 3's rule)."""
         results = _pythonify(self.get_metrics_result())
+        if isinstance(logs, _BatchLogs) and logs._lazy:
+            return results  # the quiet step's logs are these results
         if isinstance(logs, dict) and set(logs) != set(results):
             return _pythonify(dict(logs.items()) if not isinstance(logs, _BatchLogs)
-                              else logs._results)
+                              else logs._results_now())
         return results
 
     def _evaluate_adapter(self, data, cbs):
@@ -666,9 +696,11 @@ class Trainer:
                 test = self._step("test")
             if cbs is not None:
                 cbs.on_test_batch_begin(step)
-            logs = _BatchLogs(test(batch))
+            logs = self._run_step("test", batch)
             if cbs is not None:
                 cbs.on_test_batch_end(step, logs)
+                if sys.getrefcount(logs) > 2:
+                    logs._fill()
         if test is None:
             raise ValueError("evaluate: the data is empty (no batch was produced)")
         return self._epoch_logs(logs)
@@ -750,7 +782,7 @@ class Trainer:
         self._assert_compiled("train_on_batch")
         batch = self._one_batch(x, y, sample_weight, class_weight)
         self._prepare(batch, training=True)
-        logs = _pythonify(self._step("train")(batch))
+        logs = _pythonify(self._run_step("train", batch)._results_now())
         return logs if return_dict else self._flatten_logs(logs)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
@@ -758,7 +790,7 @@ class Trainer:
         self._assert_compiled("test_on_batch")
         batch = self._one_batch(x, y, sample_weight)
         self._prepare(batch, training=False)
-        logs = _pythonify(self._step("test")(batch))
+        logs = _pythonify(self._run_step("test", batch)._results_now())
         return logs if return_dict else self._flatten_logs(logs)
 
     def predict_on_batch(self, x):

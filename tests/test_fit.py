@@ -281,3 +281,19 @@ def test_errors_are_clear():
     m.compile("sgd")
     with pytest.raises(ValueError, match="No loss to compute"):
         m.fit(X, np.zeros((50, 3), np.float32), verbose=0)
+
+
+def test_batch_logs_kept_by_a_callback_keep_their_values():
+    kept = []
+
+    class Keep(K.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            kept.append(logs)
+
+    m = _model()
+    m.compile(K.optimizers.SGD(0.0), K.losses.SparseCategoricalCrossentropy(from_logits=True))
+    m.fit(X, Y, batch_size=10, epochs=1, shuffle=False, callbacks=[Keep()], verbose=0)
+    per = _np_ce(_logits(m, X), Y)
+    want = [per[:10 * (i + 1)].mean() for i in range(5)]  # the running mean after each batch
+    np.testing.assert_allclose([d["loss"] for d in kept], want, rtol=1e-5)
+
