@@ -65,11 +65,8 @@ def _children(obj) -> list:
         for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
             out += _values(str(k), v)
         return out
-    if isinstance(obj, Optimizer):
-        out = [("iterations", obj.iterations)]
-        if obj._lr is not None:
-            out.append(("learning_rate", obj._lr))
-        return out
+    if isinstance(obj, Optimizer):  # iterations, the learning rate, shared variables
+        return obj._checkpoint_children()
     out = []
     if isinstance(obj, Layer):
         prefix = obj.name + "/"
