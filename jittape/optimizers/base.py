@@ -156,6 +156,7 @@ class Optimizer:
         self._trainable_variables: list = []  # the variables built, in order
         self._step_values: dict = {}
         self._update_mask = None  # under gradient accumulation: "this call updates"
+        self.built = False  # True once build() has run (Keras' flag)
 
     def _nonnegative(self, arg, value):
         if value is None:
@@ -298,6 +299,7 @@ class Optimizer:
         for v in new:
             for s in self._slot_names_for(v):
                 self.add_variable_from_reference(v, s, self._initial_slot_value(s))
+        self.built = True
 
     def get_slot(self, var, slot_name):
         """The slot variable ``slot_name`` (e.g. ``"m"``) of ``var``."""
