@@ -409,3 +409,52 @@ def test_deserialize_custom_objects():
     with pytest.raises(ValueError, match="'Mine'"):
         O.deserialize(s)
     assert type(O.deserialize(s, custom_objects={"Mine": Mine})) is Mine
+
+
+def test_apply_keras_3_form():
+    ws, grads = data(np.float64, 2)
+    a, b = make_vars(ws), make_vars(ws)
+    opt_a, opt_b = O.Adamax(LR), O.Adamax(LR)
+    for gs in grads:
+        opt_a.apply_gradients(zip(gs, a))
+    opt_b.apply(grads[0], b)  # builds on the first call
+    opt_b.apply(grads[1])  # then in the order it was built with
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+    with pytest.raises(ValueError, match="Adamax.apply: got 1 gradients for 2 variables"):
+        opt_b.apply(grads[0][:1])
+    with pytest.raises(ValueError, match="must be built first"):
+        O.SGD().apply(grads[0])
+    assert int(O.SGD().apply([], []).numpy()) == 0
+
+
+def test_combined_options_compiled_on_cpu_match_eager():
+    """One Numba-compiled step with accumulation, EMA overwrites, clipping, decay, loss
+    scaling and a constraint (the where-masks and the int64 step arithmetic in kernels)."""
+    options = {"gradient_accumulation_steps": 2, "use_ema": True, "ema_momentum": 0.5,
+               "ema_overwrite_frequency": 2, "global_clipnorm": 1.0, "weight_decay": 0.1,
+               "loss_scale_factor": 4.0}
+    ws, grads = data(np.float64, 6, seed=5)
+    clip = lambda w: jt.clip_by_value(w, -1.0, 1.0)
+
+    def run_with(compiled):
+        opt, vs = O.Nadam(LR, **options), make_vars(ws, constraint=clip)
+
+        def step(g0, g1):
+            opt.apply_gradients([(g0, vs[0]), (g1, vs[1])])
+
+        if compiled:
+            step = jt.function(step, backend="cpu")
+        for gs in grads:
+            step(jt.constant(gs[0]), jt.constant(gs[1]))
+        if compiled:
+            assert step.cache_info().traces == 1
+        return [v.numpy() for v in vs + opt.variables]
+
+    want = run_with(False)
+    ref, _, _ = apply_reference("Nadam", {}, ws, grads, LR, options,
+                                constraint=lambda w: np.clip(w, -1.0, 1.0))
+    for a, b in zip(want[:2], ref[-1]):
+        close(a, b, np.float64)
+    for a, b in zip(run_with(True), want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)

@@ -17,9 +17,9 @@ import numpy as np
 
 from .. import ops as _ops
 from .. import train as _train
-from ..errors import InvalidArgumentError
 from ..tensor import Tensor, Variable, convert_to_tensor
 from . import schedules
+from .pairs import checked_pairs
 from .schedules import LearningRateSchedule
 
 _EMA_SLOT = "average"
@@ -369,62 +369,6 @@ class Optimizer:
             self.assign(variable, variable - value)
 
     # -- applying --------------------------------------------------------------------------
-    def _check_pairs(self, grads_and_vars):
-        pairs, missing = [], []
-        for item in grads_and_vars:
-            try:
-                g, v = item
-            except (TypeError, ValueError):
-                raise TypeError(
-                    f"{type(self).__name__}.apply_gradients expects (gradient, variable) pairs, "
-                    f"e.g. zip(grads, model.trainable_variables); got {item!r}"
-                ) from None
-            if not isinstance(v, Variable):
-                raise TypeError(
-                    f"{type(self).__name__}.apply_gradients: the second element of each pair must "
-                    f"be a jt.Variable, got {type(v).__name__}"
-                )
-            if g is None:
-                missing.append(v)
-                continue
-            if not v.dtype.is_floating:
-                raise TypeError(
-                    f"{type(self).__name__}.apply_gradients: variable {v.name!r} has dtype "
-                    f"{v.dtype.name}; only float variables can be optimized"
-                )
-            g = g if isinstance(g, Tensor) else convert_to_tensor(
-                g.read_value() if isinstance(g, Variable) else np.asarray(g)
-            )
-            if not g.dtype.is_floating:
-                raise TypeError(
-                    f"{type(self).__name__}.apply_gradients: the gradient for {v.name!r} has "
-                    f"dtype {g.dtype.name}; gradients must be floats"
-                )
-            if tuple(g.shape) != tuple(v.shape):
-                raise InvalidArgumentError(
-                    f"{type(self).__name__}.apply_gradients: the gradient for variable "
-                    f"{v.name!r} has shape {list(g.shape)}, but the variable has shape "
-                    f"{list(v.shape)}"
-                )
-            if g.dtype != v.dtype:
-                g = _ops.cast(g, v.dtype)  # Keras casts gradients to the variable's dtype
-            pairs.append((g, v))
-        if missing:
-            names = [v.name for v in missing]
-            if not pairs:
-                raise ValueError(
-                    f"No gradients provided for any variable: {names}. Check that the loss "
-                    "depends on the variables and was computed inside the GradientTape."
-                )
-            warnings.warn(
-                f"Gradients do not exist for variables {names} when minimizing the loss; "
-                "they were not updated. Check that the loss depends on them (and that they "
-                "were read inside the GradientTape).",
-                UserWarning,
-                stacklevel=3,
-            )
-        return pairs
-
     def apply_gradients(self, grads_and_vars, name=None):
         """Apply ``(gradient, variable)`` pairs, e.g. ``zip(grads, model.trainable_variables)``.
 
@@ -438,7 +382,7 @@ class Optimizer:
         Returns the ``iterations`` variable after the increment.
         """
         grads_and_vars = list(grads_and_vars)
-        pairs = self._check_pairs(grads_and_vars)
+        pairs = checked_pairs(self, grads_and_vars)
         # every variable named gets its slots, with a gradient or not (Keras builds on all)
         self.build([v for _, v in grads_and_vars if v.dtype.is_floating])
         grads = [g for g, _ in pairs]
@@ -469,6 +413,31 @@ class Optimizer:
         self._step_values = {}
         self._iterations.assign_add(1)
         return self._iterations
+
+    def apply(self, grads, trainable_variables=None):
+        """Keras 3's form of ``apply_gradients``: ``grads`` in the order of
+        ``trainable_variables``, or of the variables the optimizer was built with.
+
+        Example::
+
+            opt.apply(tape.gradient(loss, model.trainable_variables),
+                      model.trainable_variables)
+        """
+        grads = list(grads)
+        if trainable_variables is None:
+            if not self.built:
+                raise ValueError(
+                    f"{type(self).__name__}.apply: without trainable_variables the optimizer "
+                    "must be built first; call optimizer.build(trainable_variables)")
+            trainable_variables = self._trainable_variables
+        trainable_variables = list(trainable_variables)
+        if len(grads) != len(trainable_variables):
+            raise ValueError(
+                f"{type(self).__name__}.apply: got {len(grads)} gradients for "
+                f"{len(trainable_variables)} variables")
+        if not grads:
+            return self._iterations  # nothing to apply, as in Keras
+        return self.apply_gradients(zip(grads, trainable_variables))
 
     def _apply_update(self, grads, variables, lr):
         """Clip, decay and update (the part gradient accumulation does every N-th call)."""
