@@ -10,7 +10,7 @@ the penalty is differentiable and works on the trace of a ``jt.function`` step::
     OrthogonalRegularizer(factor, mode)(x), x of rank 2:
         rows mode: the rows of x, L2-normalized (each divided by max(|row|, 1e-7)), give
         P = x_n @ x_n^T of size s = rows; columns mode: the same for the columns
-        factor * 0.5 * sum(|P off its diagonal|) / (s (s - 1) / 2)
+        factor * 0.5 * sum(|P off its diagonal|) / (s (s - 1) / 2)   (0 when s < 2)
 
 Given to a layer (``Dense(kernel_regularizer=L2(0.01))``), the penalty of a weight is
 evaluated on the current weight each time ``layer.losses`` is read; an
@@ -168,6 +168,8 @@ class OrthogonalRegularizer(Regularizer):
         else:
             product, size = _ops.matmul(_ops.transpose(unit), unit), x.shape[1]
         off_diagonal = product * (1.0 - _ops.eye(size, dtype=x.dtype))
+        if size < 2:  # no pairs (Keras divides 0 by 0 here and gives NaN)
+            return _ops.reduce_sum(off_diagonal) * 0.0
         pairs = size * (size - 1.0) / 2.0
         return self.factor * 0.5 * _ops.reduce_sum(_ops.abs(off_diagonal)) / pairs
 

@@ -2,7 +2,8 @@
 
 ``jt.keras.layers`` *is* ``jt.layers`` (likewise ``optimizers``, ``losses``,
 ``metrics``, ``initializers``, ``regularizers``, ``constraints``); ``activations``,
-``callbacks``, ``utils`` and ``backend`` live here. ``from jittape.keras.layers import Dense`` works.
+``callbacks``, ``utils`` and ``backend`` live here. ``from jittape.keras.layers import
+Dense`` works.
 """
 
 from __future__ import annotations
