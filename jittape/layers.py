@@ -593,7 +593,8 @@ class Layer(Module):
         layer's and its sublayers' ``add_loss`` losses and activity penalties from the
         last top-level call, then the penalties of the trainable weights that have a
         regularizer, evaluated now (so they are recorded by a tape that is open, and are
-        tensors of the trace inside a ``jt.function``).
+        tensors of the trace inside a ``jt.function``). Losses recorded while a
+        ``jt.function`` traced are symbolic: read them inside the step, not after it.
 
         Example:
             >>> loss = loss_fn(y, model(x, training=True)) + jt.add_n(model.losses)
@@ -867,8 +868,8 @@ class Layer(Module):
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = _regularizers.serialize(self.activity_regularizer)
         cls = type(self)
-        if cls.get_config is Layer.get_config and cls.__init__ is not Layer.__init__:
-            auto = self.__dict__.get("_auto_config")
+        if cls.get_config is Layer.get_config and "_auto_config" in self.__dict__:
+            auto = self.__dict__["_auto_config"]  # a user's class with its own __init__
             if auto is None:
                 raise NotImplementedError(
                     f"Layer {cls.__name__} has constructor arguments that are not plain values "
@@ -881,11 +882,26 @@ class Layer(Module):
     @classmethod
     def from_config(cls, config):
         """A new layer from ``get_config()``'s dict (or Keras'); weights are not part of
-        it (use ``set_weights``)."""
+        it (use ``set_weights``). The base entries (``name``, ``trainable``, ``dtype``,
+        ``activity_regularizer``) that a user's ``__init__`` does not take are set on the
+        new layer instead."""
         config = dict(config)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = _config.dtype_from_config(config["dtype"], cls.__name__)
-        return cls(**config)
+        params = inspect.signature(cls.__init__).parameters
+        later = {}
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            for key in ("name", "trainable", "dtype", "activity_regularizer"):
+                if key in config and key not in params:
+                    later[key] = config.pop(key)
+        layer = cls(**config)
+        if "name" in later:
+            layer._init_module(later.pop("name"))  # the name and its name scope
+        if "dtype" in later:
+            layer._dtype = _config.dtype_from_config(later.pop("dtype"), cls.__name__)
+        for key, value in later.items():
+            setattr(layer, key, value)
+        return layer
 
     def get_build_config(self):
         """``{"input_shape": ...}``, the shape the layer was built for (batch as None),

@@ -343,3 +343,24 @@ def test_initializer_errors_name_the_identifier():
         I.get({"class_name": "Orthogonal", "config": {}})
     with pytest.raises(ValueError, match=r"Unknown initializer 'nope'"):
         I.get("nope")
+
+
+class Fixed(L.Layer):
+    """A user layer whose __init__ takes none of the base arguments."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def call(self, x):
+        return x * self.k
+
+
+def test_from_config_sets_the_base_entries_a_user_init_does_not_take():
+    layer = Fixed(2.5)
+    layer.trainable = False
+    config = layer.get_config()
+    assert config["k"] == 2.5 and config["trainable"] is False
+    again = Fixed.from_config({**config, "dtype": "float64", "activity_regularizer": "l2"})
+    assert again.name == layer.name and again.k == 2.5 and not again.trainable
+    assert again.dtype == jt.float64 and isinstance(again.activity_regularizer, R.L2)
