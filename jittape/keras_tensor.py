@@ -171,15 +171,19 @@ def _probe_value(t: KerasTensor, size: int):
 
 @contextlib.contextmanager
 def isolated():
-    """Run eagerly, outside every tape and trace (and without numpy's float warnings):
-    for the probe calls that find shapes."""
+    """Run eagerly, outside every tape and trace, adding no layer losses (and without
+    numpy's float warnings): for the probe calls that find shapes."""
+    from .layers import _CALLS  # a probe adds no losses to the layers it runs
+
     local = _state.local
     saved = local.tapes, local.tracers
     local.tapes, local.tracers = [], []
+    _CALLS.probing += 1
     try:
         with np.errstate(all="ignore"):
             yield
     finally:
+        _CALLS.probing -= 1
         local.tapes, local.tracers = saved
 
 
