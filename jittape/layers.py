@@ -1350,7 +1350,18 @@ class Sequential(Trainer, Layer):
         return list(self._stack)
 
     def add(self, layer):
-        """Append a layer (building it at once when the model is already built)."""
+        """Append a layer (building it at once when the model is already built).
+
+        ``jt.keras.Input(shape)`` (or an ``InputLayer``) as the first entry gives the
+        input shape, as in Keras: the model is built when its first layer is added."""
+        if type(layer) is _kt.KerasTensor:
+            layer = layer._keras_history[0]
+        if type(layer).__name__ == "InputLayer" and getattr(layer, "batch_shape", None):
+            if self._stack:
+                raise ValueError(f'Sequential.add: an Input must come first in model '
+                                 f'"{self.name}", before layer "{self._stack[0].name}"')
+            self.__dict__["_input_batch_shape"] = tuple(layer.batch_shape)
+            return
         if not isinstance(layer, Layer):
             raise TypeError(
                 f"Sequential.add: expected a jt.layers.Layer, got {type(layer).__name__}"
@@ -1359,8 +1370,9 @@ class Sequential(Trainer, Layer):
             raise ValueError(f'Sequential.add: layer "{layer.name}" is already in the model')
         self._stack.append(layer)
         self._sublayers.append(layer)
-        if len(self._stack) == 1 and layer._input_shape_arg is not None:
-            self._build_with(layer._input_shape_arg)
+        first_shape = layer._input_shape_arg or self.__dict__.get("_input_batch_shape")
+        if len(self._stack) == 1 and first_shape is not None:
+            self._build_with(first_shape)
         elif self.built:
             shape = self._output_shape_of(self._stack[:-1], self._build_input_shape)
             if not layer.built:
@@ -1469,7 +1481,7 @@ class Sequential(Trainer, Layer):
         with _config.custom_object_scope(custom_objects):
             model = cls(**config)
             for record in records:
-                if record.get("class_name") == "InputLayer" and "InputLayer" not in _LAYER_CLASSES:
+                if record.get("class_name") == "InputLayer":  # Sequential keeps no InputLayer
                     inner = record.get("config", {})
                     shape = shape or inner.get("batch_shape") or inner.get("batch_input_shape")
                     continue

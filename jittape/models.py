@@ -52,9 +52,13 @@ class InputLayer(Layer):
     """The layer behind ``jt.keras.Input``: it holds the symbolic input tensor."""
 
     def __init__(self, shape=None, batch_size=None, dtype=None, name=None, batch_shape=None,
-                 sparse=None, **kwargs):
-        if sparse:
-            raise ValueError("InputLayer: sparse inputs are not supported by jittape")
+                 sparse=None, ragged=None, optional=False, batch_input_shape=None, **kwargs):
+        if sparse or ragged:
+            raise ValueError("InputLayer: sparse and ragged inputs are not supported by jittape")
+        if optional:
+            raise ValueError("InputLayer: optional inputs are not supported by jittape")
+        if batch_shape is None and batch_input_shape is not None:  # Keras 2's name
+            batch_shape = batch_input_shape
         if batch_shape is None:
             if shape is None:
                 raise ValueError("You must pass a `shape` argument to Input (the shape of one "
@@ -85,7 +89,7 @@ class InputLayer(Layer):
 
     def get_config(self):
         return {"batch_shape": list(self.batch_shape), "dtype": self.dtype.name,
-                "sparse": False, "name": self.name}
+                "sparse": False, "ragged": False, "name": self.name, "optional": False}
 
     @classmethod
     def from_config(cls, config):
