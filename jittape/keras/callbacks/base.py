@@ -234,8 +234,13 @@ class CallbackList(Callback):
 
     def _call(self, hook, *args, logs=None):
         logs = _pythonify(logs)
+        # as Keras: batch hooks get logs by keyword, the others by position
+        by_keyword = "batch" in hook
         for c in self.callbacks:
-            getattr(c, hook)(*args, logs)
+            if by_keyword:
+                getattr(c, hook)(*args, logs=logs)
+            else:
+                getattr(c, hook)(*args, logs)
 
     def _begin(self, hook, logs):
         self._open_blocks += 1

@@ -115,8 +115,9 @@ class ModelCheckpoint(MonitorCallback):
             return self.filepath.format(epoch=epoch + 1, batch=batch + 1, **logs)
         except KeyError as e:
             raise KeyError(
-                f'ModelCheckpoint: failed to format the filepath "{self.filepath}": '
-                f"{e} is neither epoch, batch nor a logs key (logs: {sorted(logs)})"
+                f"ModelCheckpoint: failed to format the filepath {self.filepath}: the field "
+                f"{e.args[0]} is neither epoch, batch nor a logs key (the logs hold "
+                f"{', '.join(sorted(logs)) or 'nothing'})"
             ) from None
 
     def _improved(self, epoch, logs, filepath):

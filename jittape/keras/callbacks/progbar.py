@@ -25,6 +25,10 @@ from .base import Callback
 __all__ = ["ProgbarLogger"]
 
 
+_now = time.perf_counter  # the clock of every Progbar; tests replace it
+_REFRESH_S = 0.05  # the live bar redraws at most this often (Keras' interval)
+
+
 def format_time(seconds_per_step, unit="step"):
     """Keras' time per step: ``" 2s/step"``, ``" 35ms/step"`` or ``" 120us/step"``."""
     if seconds_per_step >= 1 or seconds_per_step == 0:
@@ -74,15 +78,15 @@ class Progbar:
         target: the number of steps, or None while unknown.
         verbose: 1 (bar) or 2 (a line at the end).
         stream: where to write.
-        clock: the time source (seconds); tests pass a fake one.
+        clock: the time source in seconds (None: the module's ``_now``).
     """
 
-    def __init__(self, target, verbose, stream, clock=time.perf_counter):
+    def __init__(self, target, verbose, stream, clock=None):
         self.target = target
         self.verbose = verbose
         self.stream = stream
-        self._clock = clock
-        self._start = clock()
+        self._clock = clock or _now
+        self._start = self._clock()
         self._after_first_step = None
         self._values = {}
         self._bar = None
@@ -129,7 +133,7 @@ class Progbar:
         if self._bar is None:
             self._bar = self._tqdm(total=self.target or None, file=self.stream,
                                    bar_format=self._bar_format(), leave=True,
-                                   dynamic_ncols=False)
+                                   mininterval=_REFRESH_S, miniters=1)
         if self.target and not finalize:
             when = _eta(per_step * (self.target - current))
         else:
