@@ -14,7 +14,10 @@ its magnitude is at most 1e-3.
 
 from __future__ import annotations
 
+import io
 import math
+import os
+import shutil
 import sys
 import time
 
@@ -60,6 +63,17 @@ def _is_terminal(stream):
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # no isatty, or a closed file
         return False
+
+
+def _terminal_size(stream):
+    """(columns, lines) of the terminal: one that reports 0 (some ptys do) would have
+    tqdm print nothing, so a 0 counts as unknown ($COLUMNS/$LINES, or 80x24)."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        size = os.terminal_size((0, 0))
+    fallback = shutil.get_terminal_size()
+    return size.columns or fallback.columns, size.lines or fallback.lines
 
 
 def _tqdm():
@@ -131,9 +145,11 @@ class Progbar:
 
     def _update_bar(self, current, now, per_step, finalize):
         if self._bar is None:
+            columns, lines = _terminal_size(self.stream)
             self._bar = self._tqdm(total=self.target or None, file=self.stream,
                                    bar_format=self._bar_format(), leave=True,
-                                   mininterval=_REFRESH_S, miniters=1)
+                                   mininterval=_REFRESH_S, miniters=1, ncols=columns,
+                                   nrows=lines)
         if self.target and not finalize:
             when = _eta(per_step * (self.target - current))
         else:
@@ -143,12 +159,18 @@ class Progbar:
         self._bar.set_description_str(f" {when}{format_time(per_step)}{self._metrics()}",
                                       refresh=False)
         if finalize:
-            self._bar.total = self.target or None
-            self._bar.bar_format = self._bar_format()
-            self._bar.n = current
-            self._bar.refresh()
-            self._bar.close()
-            self._bar = None
+            bar, self._bar = self._bar, None
+            bar.total = self.target or None
+            bar.bar_format = self._bar_format()
+            bar.n = current
+            # live frames are cut to the terminal's width (a wrapped line cannot be
+            # redrawn); the epoch's last line is kept whole: the bar is erased and the
+            # line written in full
+            line = bar.format_meter(**{**bar.format_dict, "ncols": None})
+            bar.leave = False
+            bar.close()
+            self.stream.write(line + "\n")
+            self.stream.flush()
         else:
             self._bar.update(current - self._bar.n)
 
