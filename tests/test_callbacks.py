@@ -481,6 +481,10 @@ class VarModel(FakeModel):
     def set_weights(self, weights):
         self.w.assign(weights[0])
 
+    def save_weights(self, filepath, overwrite=True):
+        np.save(filepath + ".npy", self.w.numpy())
+        self.saves.append(("weights", os.path.basename(filepath), None))
+
 
 def _train(callbacks, compiled, epochs=6, steps=3, lr=0.3, model=None):
     model = model or VarModel(lr)
@@ -517,13 +521,31 @@ def _train(callbacks, compiled, epochs=6, steps=3, lr=0.3, model=None):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: [C.LearningRateScheduler(lambda e, lr: lr * 0.5 if e else lr)],
-    lambda: [C.ReduceLROnPlateau(monitor="loss", factor=0.25, patience=0)],
-    lambda: [C.EarlyStopping(monitor="loss", patience=1, restore_best_weights=True)],
-], ids=["scheduler", "plateau", "early_stopping"])
-def test_callbacks_drive_a_compiled_step_as_the_eager_one(make):
-    eager, want = _train(make(), compiled=False)
-    model, got = _train(make(), compiled=True)
+    lambda d: [C.LearningRateScheduler(lambda e, lr: lr * 0.5 if e else lr)],
+    lambda d: [C.ReduceLROnPlateau(monitor="loss", factor=0.25, patience=0)],
+    lambda d: [C.EarlyStopping(monitor="loss", patience=1, restore_best_weights=True)],
+    lambda d: [C.ModelCheckpoint(str(d / "w-{epoch}-{loss:.3f}.weights.h5"), monitor="loss",
+                                 save_weights_only=True, save_best_only=True),
+               C.CSVLogger(d / "log.csv"), C.TerminateOnNaN()],
+], ids=["scheduler", "plateau", "early_stopping", "checkpoint_csv"])
+def test_callbacks_drive_a_compiled_step_as_the_eager_one(make, tmp_path):
+    (tmp_path / "eager").mkdir()
+    (tmp_path / "compiled").mkdir()
+    eager, want = _train(make(tmp_path / "eager"), compiled=False)
+    model, got = _train(make(tmp_path / "compiled"), compiled=True)
+    assert model.saves == eager.saves
+    files = sorted(os.listdir(tmp_path / "eager"))
+    assert sorted(os.listdir(tmp_path / "compiled")) == files
+    for name in files:
+        if name.endswith(".npy"):  # the checkpoints hold the same weights
+            np.testing.assert_allclose(np.load(tmp_path / "compiled" / name),
+                                       np.load(tmp_path / "eager" / name), rtol=1e-12)
+        else:  # the CSV rows: the same epochs, losses and learning rates
+            rows = [_read(tmp_path / side / name).splitlines() for side in ("compiled", "eager")]
+            assert len(rows[0]) == 7 and rows[0][0] == rows[1][0] == "epoch,loss,val_loss"
+            got_csv, want_csv = ([[float(c) for c in r.split(",")[:2]] for r in side[1:]]
+                                 for side in rows)
+            np.testing.assert_allclose(got_csv, want_csv, rtol=1e-12)
     assert len(got) == len(want)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12)

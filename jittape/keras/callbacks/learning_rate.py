@@ -10,7 +10,6 @@ these callbacks refuse it. Both add ``learning_rate`` to the epoch's ``logs``.
 from __future__ import annotations
 
 import inspect
-import numbers
 import warnings
 
 import numpy as np
@@ -163,8 +162,6 @@ class ReduceLROnPlateau(MonitorCallback):
         self.min_lr = _real("ReduceLROnPlateau", "min_lr", min_lr)
         self.patience = _count("ReduceLROnPlateau", "patience", patience)
         self.cooldown = _count("ReduceLROnPlateau", "cooldown", cooldown)
-        if not isinstance(verbose, numbers.Integral):
-            raise TypeError(f"ReduceLROnPlateau: verbose must be 0 or 1, got {verbose!r}")
         self.verbose = verbose
         self.cooldown_counter = 0
         self.wait = 0
