@@ -28,6 +28,12 @@ snake case, numbered within that list (``dense``, ``dense_1``); a dict is walked
 values in insertion order. Names given to layers never appear in paths, so a file loads
 into any instance of the same architecture, whatever its layers are called.
 
+Which walk a model gets: ``jt.Sequential``'s; a functional model's when its class is
+jittape's ``Functional``, or jittape's ``Model`` with an ``InputLayer`` first in its
+``layers``; a subclassed model's for jittape's ``Model`` otherwise; a layer's for the rest.
+A class can say which with ``_keras_saving_kind = "Sequential"``, ``"Functional"``,
+``"Model"`` or ``"Layer"``.
+
 ``load_weights`` checks the whole file against the model before it assigns anything:
 every object's group, the number of its variables and each shape. A mismatch is an
 error naming the first mismatching path (``skip_mismatch=True``: a warning, and the
@@ -430,7 +436,11 @@ def load_weights(model, filepath, skip_mismatch=False):
         raise FileNotFoundError(f"load_weights: no such file: {path!r}")
     entries = _plan(model)
     fits, mismatched = [], []
-    with h5py.File(path, "r") as f:
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise ValueError(f"load_weights: {path!r} is not an HDF5 weights file ({e})") from None
+    with f:
         for e in entries:
             group, where = _find_group(h5py, f, e.path)
             datasets = _datasets(h5py, group, where)

@@ -371,6 +371,90 @@ def test_a_schedule_has_no_learning_rate_variable(h5py, tmp_path):
                       "optimizer/vars/4": (3,)}
 
 
+class SubModel(L.Layer):
+    """Walked as a subclassed Keras Model (jt.keras.Model's walk): its ``layers`` property
+    is walked too, in its place among the attributes."""
+
+    _keras_saving_kind = "Model"
+
+    def __init__(self):
+        super().__init__()
+        self.dense = L.Dense(3, activation="tanh")
+        self.blocks = [L.Dense(3), L.BatchNormalization()]
+        self.head = L.Dense(2)
+        self.out = L.Dense(2)
+        self._gate = L.Dense(2)
+
+    def call(self, x, training=None):
+        x = self.blocks[1](self.blocks[0](self.dense(x)), training=training)
+        return self._gate(self.out(self.head(x)))
+
+
+def test_a_subclassed_model_writes_later_attributes_under_layers(h5py, tmp_path):
+    # Keras 3.15 for the same keras.Model subclass: "blocks", "dense", "head" sort before
+    # "layers"; "out" and "_gate" are reached first through model.layers, where the names
+    # count every layer of the list (dense, dense_1, batch_normalization, dense_2, ...)
+    model = SubModel()
+    model(_x((2, 4)))
+    path = tmp_path / "sub.weights.h5"
+    model.save_weights(path)
+    f32 = "float32"
+    assert _layout(path, h5py)[0] == {
+        "blocks/dense/vars/0": ((3, 3), f32), "blocks/dense/vars/1": ((3,), f32),
+        **{f"blocks/batch_normalization/vars/{i}": ((3,), f32) for i in range(4)},
+        "dense/vars/0": ((4, 3), f32), "dense/vars/1": ((3,), f32),
+        "head/vars/0": ((3, 2), f32), "head/vars/1": ((2,), f32),
+        "layers/dense_3/vars/0": ((2, 2), f32), "layers/dense_3/vars/1": ((2,), f32),
+        "layers/dense_4/vars/0": ((2, 2), f32), "layers/dense_4/vars/1": ((2,), f32),
+    }
+    values = _read(path, h5py)
+    np.testing.assert_array_equal(values["layers/dense_3/vars/0"], model.out.kernel.numpy())
+    np.testing.assert_array_equal(values["layers/dense_4/vars/0"], model._gate.kernel.numpy())
+
+
+class InputLayer(L.Layer):
+    """Stands for a functional model's input (named as Keras' InputLayer)."""
+
+
+class FunctionalLike(L.Layer):
+    """Walked as a functional model: its ``layers`` (InputLayer first) before anything."""
+
+    _keras_saving_kind = "Functional"
+
+    def __init__(self, stack):
+        super().__init__()
+        self._stack = stack
+        self.aaa_nodes = list(reversed(stack))  # sorts first, but layers come before it
+
+    @property
+    def layers(self):
+        return list(self._stack)
+
+    def call(self, x, training=None):
+        for layer in self._stack[1:]:
+            x = layer(x, training=training)
+        return x
+
+
+def test_a_functional_model_writes_its_layers_first(h5py, tmp_path):
+    # Keras 3.15 for Input((4,)) -> Dense(3) -> BatchNormalization -> Dropout -> Dense(2)
+    model = FunctionalLike([InputLayer(), L.Dense(3), L.BatchNormalization(), L.Dropout(0.5),
+                            L.Dense(2)])
+    model(_x((2, 4)))
+    path = tmp_path / "fn.weights.h5"
+    model.save_weights(path)
+    got, groups = _layout(path, h5py)
+    f32 = "float32"
+    assert got == {
+        "layers/dense/vars/0": ((4, 3), f32), "layers/dense/vars/1": ((3,), f32),
+        **{f"layers/batch_normalization/vars/{i}": ((3,), f32) for i in range(4)},
+        "layers/dense_1/vars/0": ((3, 2), f32), "layers/dense_1/vars/1": ((2,), f32),
+    }
+    assert groups == {"vars", "layers/input_layer/vars", "layers/dense/vars",
+                      "layers/batch_normalization/vars", "layers/dropout/vars",
+                      "layers/dense_1/vars"}
+
+
 def test_weight_paths_lists_what_the_file_holds(h5py, tmp_path):
     model = _sequential()
     path = tmp_path / "seq.weights.h5"
@@ -696,6 +780,13 @@ def test_an_unbuilt_optimizer_is_skipped_with_a_warning(h5py, tmp_path):
         model.load_weights(path)
     _assert_same(_snapshot(model.variables), _snapshot(src.variables))
     assert int(model.optimizer.iterations.numpy()) == 0
+
+
+def test_not_an_hdf5_file(h5py, tmp_path):
+    path = tmp_path / "m.weights.h5"
+    path.write_bytes(b"not hdf5")
+    with pytest.raises(ValueError, match="is not an HDF5 weights file"):
+        _sequential().load_weights(path)
 
 
 def test_soft_links_are_refused(h5py, tmp_path):
