@@ -621,18 +621,23 @@ def test_a_traced_function_sees_loaded_weights_without_retracing(h5py, tmp_path)
     np.testing.assert_allclose(after, model(x).numpy(), rtol=T32.fwd_rtol, atol=T32.fwd_atol)
 
 
-def test_not_inside_a_traced_function(h5py, tmp_path):
+@pytest.mark.parametrize("method", ["save_weights", "load_weights"])
+def test_not_inside_a_traced_function(h5py, tmp_path, method):
     model = _sequential()
     path = tmp_path / "m.weights.h5"
+    if method == "load_weights":
+        _sequential().save_weights(path)
+    before = _snapshot(model.variables)
 
     @jt.function
-    def save(x):
-        model.save_weights(path)
+    def step(x):
+        getattr(model, method)(path)
         return x
 
-    with pytest.raises(RuntimeError, match="save_weights inside a jt.function"):
-        save(_x((1, 4)))
-    assert not path.exists()
+    with pytest.raises(RuntimeError, match=f"{method} inside a jt.function"):
+        step(_x((1, 4)))
+    assert path.exists() == (method == "load_weights")
+    _assert_same(_snapshot(model.variables), before)
 
 
 # ---------------------------------------------------------------------------
