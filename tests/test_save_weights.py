@@ -371,30 +371,42 @@ def test_a_schedule_has_no_learning_rate_variable(h5py, tmp_path):
                       "optimizer/vars/4": (3,)}
 
 
-class SubModel(L.Layer):
-    """Walked as a subclassed Keras Model (jt.keras.Model's walk): its ``layers`` property
-    is walked too, in its place among the attributes."""
-
-    _keras_saving_kind = "Model"
-
-    def __init__(self):
-        super().__init__()
-        self.dense = L.Dense(3, activation="tanh")
-        self.blocks = [L.Dense(3), L.BatchNormalization()]
-        self.head = L.Dense(2)
-        self.out = L.Dense(2)
-        self._gate = L.Dense(2)
-
-    def call(self, x, training=None):
-        x = self.blocks[1](self.blocks[0](self.dense(x)), training=training)
-        return self._gate(self.out(self.head(x)))
+def _keras_model_class():
+    try:
+        return jt.keras.Model
+    except AttributeError as e:
+        pytest.skip(f"jt.keras.Model does not exist yet ({e})")
 
 
-def test_a_subclassed_model_writes_later_attributes_under_layers(h5py, tmp_path):
+def _sub_model(base):
+    """A subclassed model; on a plain Layer base, ``_keras_saving_kind`` asks for the
+    subclassed Model's walk (its ``layers`` property is walked too, in its place among
+    the attributes); None leaves it to the class."""
+
+    class SubModel(base):
+        _keras_saving_kind = "Model" if base is L.Layer else None
+
+        def __init__(self):
+            super().__init__()
+            self.dense = L.Dense(3, activation="tanh")
+            self.blocks = [L.Dense(3), L.BatchNormalization()]
+            self.head = L.Dense(2)
+            self.out = L.Dense(2)
+            self._gate = L.Dense(2)
+
+        def call(self, x, training=None):
+            x = self.blocks[1](self.blocks[0](self.dense(x)), training=training)
+            return self._gate(self.out(self.head(x)))
+
+    return SubModel()
+
+
+@pytest.mark.parametrize("base", ["marked_layer", "jt.keras.Model"])
+def test_a_subclassed_model_writes_later_attributes_under_layers(h5py, tmp_path, base):
     # Keras 3.15 for the same keras.Model subclass: "blocks", "dense", "head" sort before
     # "layers"; "out" and "_gate" are reached first through model.layers, where the names
     # count every layer of the list (dense, dense_1, batch_normalization, dense_2, ...)
-    model = SubModel()
+    model = _sub_model(L.Layer if base == "marked_layer" else _keras_model_class())
     model(_x((2, 4)))
     path = tmp_path / "sub.weights.h5"
     model.save_weights(path)
@@ -410,6 +422,68 @@ def test_a_subclassed_model_writes_later_attributes_under_layers(h5py, tmp_path)
     values = _read(path, h5py)
     np.testing.assert_array_equal(values["layers/dense_3/vars/0"], model.out.kernel.numpy())
     np.testing.assert_array_equal(values["layers/dense_4/vars/0"], model._gate.kernel.numpy())
+
+
+# Keras 3.15 for Input((4,)) -> Dense(3) -> BatchNormalization -> Dropout -> Dense(2)
+FUNCTIONAL_LAYOUT = {
+    "layers/dense/vars/0": ((4, 3), "float32"), "layers/dense/vars/1": ((3,), "float32"),
+    **{f"layers/batch_normalization/vars/{i}": ((3,), "float32") for i in range(4)},
+    "layers/dense_1/vars/0": ((3, 2), "float32"), "layers/dense_1/vars/1": ((2,), "float32"),
+}
+FUNCTIONAL_GROUPS = {"vars", "layers/input_layer/vars", "layers/dense/vars",
+                     "layers/batch_normalization/vars", "layers/dropout/vars",
+                     "layers/dense_1/vars"}
+
+
+def _jt_functional():
+    Model = _keras_model_class()
+    inp = jt.keras.Input((4,))
+    h = L.BatchNormalization()(L.Dense(3)(inp))
+    return Model(inp, L.Dense(2)(L.Dropout(0.5)(h)))
+
+
+def test_a_jt_keras_functional_model_has_keras_layout(h5py, tmp_path):
+    src, dst = _jt_functional(), _jt_functional()
+    path = tmp_path / "fn.weights.h5"
+    src.save_weights(path)
+    got, groups = _layout(path, h5py)
+    assert got == FUNCTIONAL_LAYOUT
+    assert groups == FUNCTIONAL_GROUPS
+    _reinit(dst, 1)
+    dst.load_weights(path)
+    x = _x((3, 4), 7)
+    np.testing.assert_array_equal(dst.predict(x, verbose=0), src.predict(x, verbose=0))
+
+
+def test_a_fitted_model_saves_its_optimizer_state(h5py, tmp_path):
+    # Keras 3.15: a compiled model's "optimizer" attribute: iteration, learning_rate, then
+    # Adam's m and v of each trainable variable; compiled metrics write nothing
+    src, dst = _jt_functional(), _jt_functional()
+    x, y = _x((8, 4), 8), _x((8, 2), 9)
+    for m in (src, dst):
+        m.compile(O.Adam(0.01), "mse", metrics=["mae"])
+    src.fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=False)
+    path = tmp_path / "fit.weights.h5"
+    src.save_weights(path)
+    got = _layout(path, h5py)[0]
+    tv = src.trainable_variables
+    want_opt = {"optimizer/vars/0": ((), "int64"), "optimizer/vars/1": ((), "float32")}
+    for k, v in enumerate(tv):
+        for j in (0, 1):
+            want_opt[f"optimizer/vars/{2 + 2 * k + j}"] = (tuple(v.shape), "float32")
+    assert {k: v for k, v in got.items() if k.startswith("optimizer/")} == want_opt
+    assert {k: v for k, v in got.items() if not k.startswith("optimizer/")} == FUNCTIONAL_LAYOUT
+    # into a model not fitted yet: its optimizer has no slots, so it is skipped (Keras')
+    with pytest.warns(UserWarning, match="Skipping variable loading for optimizer 'adam'"):
+        dst.load_weights(path)
+    _assert_same(_snapshot(dst.variables), _snapshot(src.variables))
+    dst.optimizer.build(dst.trainable_variables)
+    dst.load_weights(path)
+    assert int(dst.optimizer.iterations.numpy()) == 2
+    for v, w in zip(src.trainable_variables, dst.trainable_variables):
+        for slot in ("m", "v"):
+            np.testing.assert_array_equal(dst.optimizer.get_slot(w, slot).numpy(),
+                                          src.optimizer.get_slot(v, slot).numpy())
 
 
 class InputLayer(L.Layer):

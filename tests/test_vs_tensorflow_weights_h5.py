@@ -390,6 +390,51 @@ def test_functional_model_both_ways(tmp_path):
     close(_keras_predict(km2, x), _jt_predict(jm2, x))
 
 
+def test_fitted_models_optimizer_state_both_ways(tmp_path):
+    # compile/fit on both sides; the state saved by one side's fit continues on the other
+    Model = _jt_model_class()
+    x, y = _x((16, 4), 40), _x((16, 2), 41)
+
+    def k():
+        inp = keras.Input((4,))
+        h = KL.BatchNormalization()(KL.Dense(3, activation="tanh")(inp))
+        m = keras.Model(inp, KL.Dense(2)(h))
+        m.compile(keras.optimizers.Adam(0.01), "mse", metrics=["mae"])
+        return m
+
+    def j():
+        inp = jt.keras.Input((4,))
+        h = JL.BatchNormalization()(JL.Dense(3, activation="tanh")(inp))
+        m = Model(inp, JL.Dense(2)(h))
+        m.compile(jt.optimizers.Adam(0.01), "mse", metrics=["mae"])
+        return m
+
+    def fit(m):
+        m.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+
+    path = str(tmp_path / "fit.weights.h5")
+    km, jm = k(), j()
+    _randomize(km.weights, 42)
+    fit(km)
+    km.save_weights(path)
+    jm.optimizer.build(jm.trainable_variables)
+    jm.load_weights(path)
+    fit(km), fit(jm)
+    for got, want in zip(jm.get_weights(), km.get_weights()):
+        close(got, want)
+
+    km2, jm2 = k(), j()
+    _randomize(jm2.variables, 43)
+    fit(jm2)
+    jm2.save_weights(path)
+    km2.optimizer.build(km2.trainable_variables)
+    _strict_keras_load(km2, path)
+    assert int(km2.optimizer.iterations.numpy()) == 2
+    fit(km2), fit(jm2)
+    for got, want in zip(jm2.get_weights(), km2.get_weights()):
+        close(got, want)
+
+
 def test_keras_refuses_a_file_of_another_architecture(tmp_path):
     # the other side's strictness: what jittape writes is checked by Keras too
     jm = jt.Sequential([JL.Dense(3, input_shape=(4,)), JL.Dense(2)])
