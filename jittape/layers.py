@@ -924,6 +924,31 @@ class Layer(Module):
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r}, built={self.built}>"
 
+    # -- saving ------------------------------------------------------------------------
+    def save_weights(self, filepath, overwrite=True):
+        """Write the weights to a Keras 3 ``.weights.h5`` file (``Model.save_weights``'s
+        layout, so Keras loads it into the same architecture); see ``jittape.saving``.
+
+        Example::
+
+            model.save_weights("model.weights.h5")
+        """
+        from . import saving
+
+        saving.save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath, skip_mismatch=False):
+        """Load a Keras 3 ``.weights.h5`` file into this built layer or model; every
+        shape is checked before anything is assigned. See ``jittape.saving``.
+
+        Example::
+
+            model.load_weights("model.weights.h5")
+        """
+        from . import saving
+
+        saving.load_weights(self, filepath, skip_mismatch=skip_mismatch)
+
 
 _LAYER_CLASSES["Layer"] = Layer
 
