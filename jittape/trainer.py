@@ -59,10 +59,13 @@ class _BatchLogs(dict):
             self._results = self._results()
         return self._results
 
+    _jt_lazy_logs = True  # the callbacks take these logs as they are
+
     def _fill(self):
         if not self._done:
             self._done = True
-            dict.update(self, _pythonify(self._results_now()))
+            values = _pythonify(self._results_now())
+            dict.update(self, {k: values[k] for k in sorted(values)})  # Keras' order
 
     def __getitem__(self, k):
         self._fill()
@@ -802,39 +805,10 @@ class Trainer:
 
 
 def _callback_list(model, callbacks, add_history, verbose, epochs, steps):
-    from .keras import callbacks as _cb
+    from .keras.callbacks import CallbackList
 
-    params = {"verbose": verbose, "epochs": epochs, "steps": steps}
-    if hasattr(_cb, "CallbackList"):
-        return _cb.CallbackList(callbacks, add_history=add_history, add_progbar=verbose != 0,
-                                model=model, **params)
-    return _SimpleCallbacks(model, callbacks, add_history, params)
-
-
-class _SimpleCallbacks:
-    """Dispatches the hooks to a list of callbacks (used until CallbackList exists)."""
-
-    def __init__(self, model, callbacks, add_history, params):
-        from .keras import callbacks as _cb
-
-        self.callbacks = list(callbacks or [])
-        if add_history:
-            h = _cb.History()
-            self.callbacks.append(h)
-            model.__dict__["history"] = h
-        for c in self.callbacks:
-            c.set_model(model)
-            c.set_params(params)
-
-    def __getattr__(self, hook):
-        if not hook.startswith("on_"):
-            raise AttributeError(hook)
-
-        def call(*args, **kwargs):
-            for c in self.callbacks:
-                getattr(c, hook)(*args, **kwargs)
-
-        return call
+    return CallbackList(callbacks, add_history=add_history, add_progbar=verbose != 0,
+                        model=model, verbose=verbose, epochs=epochs, steps=steps)
 
 
 def _validates(epoch, freq) -> bool:

@@ -123,6 +123,8 @@ class Callback:
 def _pythonify(logs):
     """``logs`` flattened (a nested dict's items join the top level), in sorted key
     order, with each value that ``float()`` accepts (tensors, numpy scalars) as a float."""
+    if getattr(logs, "_jt_lazy_logs", False):
+        return logs  # fit's batch logs: floats in sorted order when a callback reads them
     out = {}
     for key, value in sorted((logs or {}).items()):
         if isinstance(value, dict):
@@ -232,15 +234,35 @@ class CallbackList(Callback):
         for c in self.callbacks:
             c.set_model(model)
 
+    def _listeners(self, hook):
+        """The callbacks whose class overrides a batch hook (or the Keras 2 alias it
+        calls): the others' hooks do nothing, and a step should not pay for them."""
+        cache = self.__dict__.setdefault("_listening", {})
+        key = (hook, len(self.callbacks))
+        found = cache.get(key)
+        if found is None:
+            names = [hook]
+            if hook in ("on_train_batch_begin", "on_train_batch_end"):
+                names.append(hook.replace("train_", ""))
+            found = cache[key] = [
+                c for c in self.callbacks
+                if any(getattr(getattr(c, n), "__func__", getattr(c, n))
+                       is not getattr(Callback, n) for n in names)]
+        return found
+
     def _call(self, hook, *args, logs=None):
-        logs = _pythonify(logs)
         # as Keras: batch hooks get logs by keyword, the others by position
-        by_keyword = "batch" in hook
-        for c in self.callbacks:
-            if by_keyword:
+        if "batch" in hook:
+            targets = self._listeners(hook)
+            if not targets:
+                return
+            logs = _pythonify(logs)
+            for c in targets:
                 getattr(c, hook)(*args, logs=logs)
-            else:
-                getattr(c, hook)(*args, logs)
+            return
+        logs = _pythonify(logs)
+        for c in self.callbacks:
+            getattr(c, hook)(*args, logs)
 
     def _begin(self, hook, logs):
         self._open_blocks += 1
