@@ -448,8 +448,11 @@ def binary_focal_crossentropy(y_true, y_pred, apply_class_balancing=False, alpha
         bce = _ops.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=z)
     else:
         bce = _bce_of_probabilities(y, p)
-    p_t = y * p + (1.0 - y) * (1.0 - p)
-    focal = _ops.pow(1.0 - p_t, _hyper(gamma, p.dtype)) * bce
+    if _is_tensor(gamma) or gamma != 0.0:
+        p_t = y * p + (1.0 - y) * (1.0 - p)
+        focal = _ops.pow(1.0 - p_t, _hyper(gamma, p.dtype)) * bce
+    else:  # x^0 = 1, whose derivative at x = 0 would be 0 * inf (NaN, in Keras)
+        focal = bce
     if apply_class_balancing:
         a = _hyper(alpha, p.dtype)
         focal = (y * a + (1.0 - y) * (1.0 - a)) * focal
@@ -503,8 +506,10 @@ def categorical_focal_crossentropy(y_true, y_pred, alpha=0.25, gamma=2.0, from_l
         p = _ops.nn.softmax(p, axis=axis)
     q = p / _ops.reduce_sum(p, axis=axis, keepdims=True)
     q = _ops.clip_by_value(q, EPSILON, 1.0 - EPSILON)
-    focal = a * _ops.pow(1.0 - q, _hyper(gamma, p.dtype))
-    return _ops.reduce_sum(focal * (-y * _ops.log(q)), axis=axis)
+    cce = -y * _ops.log(q)
+    if _is_tensor(gamma) or gamma != 0.0:  # q < 1 after the clip: (1 - q)^0 is safe
+        cce = _ops.pow(1.0 - q, _hyper(gamma, p.dtype)) * cce
+    return _ops.reduce_sum(a * cce, axis=axis)
 
 
 def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None,
@@ -1049,10 +1054,12 @@ def _serialize_object(obj, module, builtin_classes, kind):
             "config": get_config(), "registered_name": None if builtin else cls.__name__}
 
 
-def _deserialize_object(config, classes, functions, custom_objects, kind, extra_hint=()):
+def _deserialize_object(config, classes, functions, custom_objects, kind, extra_hint=(),
+                        named_functions=True):
     """The object a name or a serialized dict stands for: a function, or an instance of
     a class built with its ``from_config``. ``custom_objects`` (name -> class or
-    function) are looked up first."""
+    function) are looked up first; a plain name is a function's only with
+    ``named_functions`` (Keras' metric names are all classes')."""
     custom = dict(custom_objects or {})
 
     def lookup(name):
@@ -1060,11 +1067,12 @@ def _deserialize_object(config, classes, functions, custom_objects, kind, extra_
             return custom[name]
         if name in classes:
             return classes[name]
-        return functions.get(name)
+        return functions.get(name) if named_functions else None
 
     def unknown(name):
+        known = set(classes) | (set(functions) if named_functions else set())
         hint = (f" (a Keras {kind} jittape does not have yet)" if name in extra_hint else
-                f"; known names: {', '.join(sorted(set(classes) | set(functions)))}")
+                f"; known names: {', '.join(sorted(known))}")
         return ValueError(f"Could not interpret {kind} identifier: {name!r}{hint}")
 
     if isinstance(config, str):

@@ -790,7 +790,7 @@ def deserialize(config, custom_objects=None):
     plain ``{"class_name", "config"}`` form works too): a new instance for a class, the
     function for a function's form. ``custom_objects`` maps names to your own classes."""
     return _losses._deserialize_object(config, _BY_NAME, _FUNCTIONS, custom_objects,
-                                       "metric", _KERAS_ONLY)
+                                       "metric", _KERAS_ONLY, named_functions=False)
 
 
 def get(identifier):
