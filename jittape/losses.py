@@ -110,12 +110,16 @@ REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "
 
 
 def _pred(y_pred) -> Tensor:
+    """``y_pred`` as a tensor: a numpy float array keeps its dtype; Python values become
+    float32, as ``jt.constant`` makes them (and so do arrays of other types)."""
     if isinstance(y_pred, Variable):
         return y_pred.read_value()
     if isinstance(y_pred, Tensor):
         return y_pred
-    a = np.asarray(y_pred)
-    return convert_to_tensor(a, dtype="float32" if a.dtype.kind != "f" else None)
+    if isinstance(y_pred, (np.ndarray, np.generic)) and y_pred.dtype.kind == "f":
+        return convert_to_tensor(y_pred)
+    t = convert_to_tensor(y_pred)
+    return t if t.dtype.is_floating else _ops.cast(t, "float32")
 
 
 def _true_like(y_true, pred: Tensor) -> Tensor:
