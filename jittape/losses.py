@@ -77,6 +77,7 @@ import weakref
 
 import numpy as np
 
+from . import _keras_objects as _objects
 from . import ops as _ops
 from .dtypes import as_dtype
 from .errors import InvalidArgumentError
@@ -746,26 +747,10 @@ class Loss:
     @classmethod
     def from_config(cls, config):
         """A loss from ``get_config()``'s dict (Keras' configs too)."""
-        return cls(**_accepted(cls, config))
+        return cls(**_objects.init_config(cls, config))
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r} reduction={self.reduction!r}>"
-
-
-def _accepted(cls, config) -> dict:
-    """``config`` for ``cls(**config)``: a Keras DTypePolicy's dict as its name, and no
-    ``dtype`` where the class's ``__init__`` takes none (a subclass written for Keras,
-    whose loss configs have none)."""
-    config = dict(config)
-    dtype = config.get("dtype")
-    if isinstance(dtype, dict):
-        config["dtype"] = dtype.get("config", {}).get("name", dtype)
-    if "dtype" in config:
-        params = inspect.signature(cls.__init__).parameters
-        if "dtype" not in params and not any(
-                p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            del config["dtype"]
-    return config
 
 
 class LossFunctionWrapper(Loss):
@@ -793,7 +778,7 @@ class LossFunctionWrapper(Loss):
 
     def get_config(self):
         config = super().get_config()
-        if type(self) in _CLASSES.values():
+        if isinstance(self, tuple(_CLASSES.values())):  # a named class: fn is implied
             return {**config, **self._fn_kwargs}
         return {**config, "fn": serialize(self.fn), **self._fn_kwargs}
 
@@ -801,8 +786,8 @@ class LossFunctionWrapper(Loss):
     def from_config(cls, config):
         config = dict(config)
         if "fn" in config:
-            config["fn"] = _function(config["fn"], "loss")
-        return cls(**_accepted(cls, config))
+            config["fn"] = _objects.function_from(config["fn"], _NAMES_TO_FUNCTIONS, "loss")
+        return cls(**_objects.init_config(cls, config))
 
     def __repr__(self):
         return (f"<{type(self).__name__} name={self.name!r} reduction={self.reduction!r}"
@@ -1038,88 +1023,6 @@ _ALIASES = {
 # Keras 3 losses jittape has not got (yet): a clear error instead of "unknown"
 _KERAS_ONLY = ("CTC", "Dice", "Tversky", "Circle", "ctc", "dice", "tversky", "circle")
 _MODULE = "keras.losses"  # the module Keras' serialized form names
-
-
-def _serialize_object(obj, module, builtin_classes, kind):
-    """Keras' serialized form of a class instance (``{"module", "class_name", "config",
-    "registered_name"}``) or of a function."""
-    if obj is None:
-        return None
-    if inspect.isfunction(obj) or inspect.isbuiltin(obj):
-        return {"module": "builtins", "class_name": "function", "config": obj.__name__,
-                "registered_name": "function"}
-    get_config = getattr(obj, "get_config", None)
-    if get_config is None:
-        raise ValueError(f"Cannot serialize {obj!r}: it is neither a {kind} instance with "
-                         "get_config() nor a function")
-    cls = type(obj)
-    builtin = builtin_classes.get(cls.__name__) is cls
-    return {"module": module if builtin else cls.__module__, "class_name": cls.__name__,
-            "config": get_config(), "registered_name": None if builtin else cls.__name__}
-
-
-def _deserialize_object(config, classes, functions, custom_objects, kind, extra_hint=(),
-                        named_functions=True):
-    """The object a name or a serialized dict stands for: a function, or an instance of
-    a class built with its ``from_config``. ``custom_objects`` (name -> class or
-    function) are looked up first; a plain name is a function's only with
-    ``named_functions`` (Keras' metric names are all classes')."""
-    custom = dict(custom_objects or {})
-
-    def lookup(name):
-        if name in custom:
-            return custom[name]
-        if name in classes:
-            return classes[name]
-        return functions.get(name) if named_functions else None
-
-    def unknown(name):
-        known = set(classes) | (set(functions) if named_functions else set())
-        hint = (f" (a Keras {kind} jittape does not have yet)" if name in extra_hint else
-                f"; known names: {', '.join(sorted(known))}")
-        return ValueError(f"Could not interpret {kind} identifier: {name!r}{hint}")
-
-    if isinstance(config, str):
-        obj = lookup(config)
-        if obj is None:
-            raise unknown(config)
-        return obj() if inspect.isclass(obj) else obj
-    if not isinstance(config, dict) or "class_name" not in config:
-        raise ValueError(f"Could not interpret {kind} identifier: {config!r} (expected a "
-                         "name or a dict with 'class_name' and 'config')")
-    name, inner = config["class_name"], config.get("config")
-    if name == "function":  # Keras' form of a function: its name is the config
-        if not isinstance(inner, str):
-            raise ValueError(f"Could not interpret {kind} identifier: {config!r}")
-        obj = custom.get(inner) or functions.get(inner)
-        if obj is None:
-            raise unknown(inner)
-        return obj
-    obj = lookup(config.get("registered_name") or name)
-    if obj is None:
-        obj = lookup(name)
-    if obj is None:
-        raise unknown(name)
-    if not inspect.isclass(obj):
-        return obj
-    if inner is None:
-        inner = {}
-    if not isinstance(inner, dict):
-        raise ValueError(f"Could not interpret {kind} identifier: {config!r} ('config' must "
-                         "be a dict)")
-    return obj.from_config(inner)
-
-
-def _function(identifier, kind, functions=None):
-    """A function from a name or its serialized form (a config's ``fn``)."""
-    if callable(identifier):
-        return identifier
-    obj = _deserialize_object(identifier, {}, functions or _NAMES_TO_FUNCTIONS, None, kind)
-    if not callable(obj):
-        raise ValueError(f"Could not interpret {kind} function: {identifier!r}")
-    return obj
-
-
 _NAMES_TO_FUNCTIONS = {**_FUNCTIONS, **_ALIASES}
 
 
@@ -1132,7 +1035,7 @@ def serialize(loss):
 
         jt.losses.serialize(jt.losses.Huber(delta=2.0))["config"]["delta"]  # 2.0
     """
-    return _serialize_object(loss, _MODULE, _CLASSES, "loss")
+    return _objects.serialize_object(loss, _MODULE, _CLASSES, "loss")
 
 
 def deserialize(name, custom_objects=None):
@@ -1140,8 +1043,8 @@ def deserialize(name, custom_objects=None):
     plain ``{"class_name", "config"}`` form works too): an instance for a class, the
     function for a function. ``custom_objects`` maps names to your own classes or
     functions."""
-    return _deserialize_object(name, _CLASSES, _NAMES_TO_FUNCTIONS, custom_objects, "loss",
-                               _KERAS_ONLY)
+    return _objects.deserialize_object(name, _CLASSES, _NAMES_TO_FUNCTIONS, custom_objects,
+                                       "loss", _KERAS_ONLY)
 
 
 def get(identifier):

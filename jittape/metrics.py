@@ -31,6 +31,7 @@ import numbers
 
 import numpy as np
 
+from . import _keras_objects as _objects
 from . import losses as _losses
 from . import ops as _ops
 from .dtypes import as_dtype
@@ -291,7 +292,7 @@ class Metric(Module):
     @classmethod
     def from_config(cls, config):
         """A new metric (zero state) from ``get_config()``'s dict, or Keras' config."""
-        return cls(**_losses._accepted(cls, config))
+        return cls(**_objects.init_config(cls, config))
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r}>"
@@ -378,8 +379,8 @@ class MeanMetricWrapper(Mean):
     def from_config(cls, config):
         config = dict(config)
         if "fn" in config:
-            config["fn"] = _losses._function(config["fn"], "metric", _FUNCTIONS)
-        return cls(**_losses._accepted(cls, config))
+            config["fn"] = _objects.function_from(config["fn"], _FUNCTIONS, "metric")
+        return cls(**_objects.init_config(cls, config))
 
 
 class Accuracy(MeanMetricWrapper):
@@ -782,14 +783,14 @@ def serialize(metric):
 
         jt.metrics.serialize(jt.metrics.AUC(num_thresholds=50))["config"]["num_thresholds"]
     """
-    return _losses._serialize_object(metric, "keras.metrics", _CLASSES, "metric")
+    return _objects.serialize_object(metric, "keras.metrics", _CLASSES, "metric")
 
 
 def deserialize(config, custom_objects=None):
     """The metric a name or a serialized dict stands for (the inverse of ``serialize``; the
     plain ``{"class_name", "config"}`` form works too): a new instance for a class, the
     function for a function's form. ``custom_objects`` maps names to your own classes."""
-    return _losses._deserialize_object(config, _BY_NAME, _FUNCTIONS, custom_objects,
+    return _objects.deserialize_object(config, _BY_NAME, _FUNCTIONS, custom_objects,
                                        "metric", _KERAS_ONLY, named_functions=False)
 
 
