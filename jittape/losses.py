@@ -131,19 +131,26 @@ def _true_like(y_true, pred: Tensor) -> Tensor:
     return convert_to_tensor(np.asarray(y_true), dtype=pred.dtype)
 
 
+def _keras_ranks(y, p):
+    """Keras' squeeze_or_expand_to_same_rank: when the ranks differ by one and the longer
+    has a last axis of 1, it is squeezed, or (when the other has rank 1) the other expanded."""
+    rt, rp = y.ndim, p.ndim
+    if rt == rp + 1 and y.shape[-1] == 1:
+        if rp == 1:
+            p = _ops.expand_dims(p, -1)
+        else:
+            y = _ops.squeeze(y, -1)
+    elif rp == rt + 1 and p.shape[-1] == 1:
+        if rt == 1:
+            y = _ops.expand_dims(y, -1)
+        else:
+            p = _ops.squeeze(p, -1)
+    return y, p
+
+
 def _same_rank(fn, y_true: Tensor, y_pred: Tensor):
     """Keras' squeeze_or_expand_to_same_rank, then an exact shape check."""
-    rt, rp = y_true.ndim, y_pred.ndim
-    if rp == rt + 1 and y_pred.shape[-1] == 1:
-        if rt == 1:
-            y_true = _ops.expand_dims(y_true, -1)
-        else:
-            y_pred = _ops.squeeze(y_pred, -1)
-    elif rt == rp + 1 and y_true.shape[-1] == 1:
-        if rp == 1:
-            y_pred = _ops.expand_dims(y_pred, -1)
-        else:
-            y_true = _ops.squeeze(y_true, -1)
+    y_true, y_pred = _keras_ranks(y_true, y_pred)
     if tuple(y_true.shape) != tuple(y_pred.shape):
         raise InvalidArgumentError(
             f"{fn}: y_true and y_pred must have the same shape, got y_true "
@@ -647,25 +654,21 @@ def _mask_weights(mask: Tensor, reduction: str, dtype):
 
 def _reduce(who, values: Tensor, sample_weight, mask, reduction: str):
     """Weight per-sample ``values`` by ``sample_weight`` (and a mask), then reduce them."""
-    w = None
-    if sample_weight is not None:
-        w = _true_like(sample_weight, values)
-    if mask is not None:
-        mw = _mask_weights(mask, reduction, values.dtype)
-        if w is None:
-            w = mw
-        else:
-            mw, w = _align_weights(mw, w)
-            w = w * mw
-    if w is not None:
-        values, w = _align_weights(values, w)
-        try:
+    w = None if sample_weight is None else _true_like(sample_weight, values)
+    try:
+        if mask is not None:
+            mw = _mask_weights(mask, reduction, values.dtype)
+            if w is not None:
+                mw, w = _align_weights(mw, w)
+            w = mw if w is None else w * mw
+        if w is not None:
+            values, w = _align_weights(values, w)
             values = values * w
-        except InvalidArgumentError as e:
-            raise InvalidArgumentError(
-                f"{who}: sample_weight of shape {list(np.shape(sample_weight))} does "
-                f"not broadcast to the per-sample losses of shape {list(values.shape)} ({e})"
-            ) from None
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(
+            f"{who}: sample_weight of shape {list(np.shape(sample_weight))} does "
+            f"not broadcast to the per-sample losses of shape {list(values.shape)} ({e})"
+        ) from None
     if reduction == "none":
         return values
     total = _ops.reduce_sum(values)
@@ -792,16 +795,6 @@ class LossFunctionWrapper(Loss):
     def __repr__(self):
         return (f"<{type(self).__name__} name={self.name!r} reduction={self.reduction!r}"
                 + "".join(f" {k}={v!r}" for k, v in self._fn_kwargs.items()) + ">")
-
-
-def _keras_ranks(y, p):
-    """Keras' squeeze_or_expand_to_same_rank, without a shape check (for other functions)."""
-    rt, rp = y.ndim, p.ndim
-    if rt == rp + 1 and y.shape[-1] == 1:
-        y, p = (y, _ops.expand_dims(p, -1)) if rp == 1 else (_ops.squeeze(y, -1), p)
-    elif rp == rt + 1 and p.shape[-1] == 1:
-        y, p = (_ops.expand_dims(y, -1), p) if rt == 1 else (y, _ops.squeeze(p, -1))
-    return y, p
 
 
 _DEFAULT = "sum_over_batch_size"

@@ -468,6 +468,11 @@ def test_shape_errors_name_the_function():
     with pytest.raises(jt.errors.InvalidArgumentError,
                        match="categorical_hinge: y_pred must be a float tensor, got int32"):
         Ls.categorical_hinge(np.eye(2), jt.constant(np.eye(2, dtype=np.int32)))
+    with pytest.raises(jt.errors.InvalidArgumentError,
+                       match=r"sparse_categorical_crossentropy: sample_weight of shape \[4\] "
+                             r"does not broadcast to the per-sample losses of shape \[3\]"):
+        Ls.SparseCategoricalCrossentropy(ignore_class=-1)([0, 1, -1], np.ones((3, 2)) / 2,
+                                                          sample_weight=np.ones(4))
 
 
 def test_one_class_categorical_input_warns_as_keras():
