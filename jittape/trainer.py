@@ -215,7 +215,12 @@ class _CompileLoss:
             weights = _per_output(weights, names, "loss_weights")
         self.fns = []
         for spec in specs:
-            self.fns.append(None if spec is None else _losses.get(spec))
+            fn = None if spec is None else _losses.get(spec)
+            if fn is not None and not isinstance(fn, _losses.Loss):
+                # a per-sample function ("mse", or the user's): weighted and reduced over
+                # the batch, as Keras wraps it
+                fn = _losses.LossFunctionWrapper(fn)
+            self.fns.append(fn)
         if all(f is None for f in self.fns):
             raise ValueError("compile: every entry of `loss` is None")
         self.weights = weights

@@ -297,3 +297,21 @@ def test_batch_logs_kept_by_a_callback_keep_their_values():
     want = [per[:10 * (i + 1)].mean() for i in range(5)]  # the running mean after each batch
     np.testing.assert_allclose([d["loss"] for d in kept], want, rtol=1e-5)
 
+
+def test_loss_given_as_a_function_name_or_callable_is_a_batch_mean():
+    yr = RNG.random((50, 3)).astype(np.float32)
+    for loss in ("mse", "mean_squared_error", jt.losses.mean_squared_error,
+                 lambda t, p: jt.reduce_mean(jt.square(t - p), axis=-1)):
+        m = _model()
+        m.compile(K.optimizers.SGD(0.0), loss)
+        h = m.fit(X, yr, batch_size=50, epochs=1, verbose=0)
+        np.testing.assert_allclose(h.history["loss"][0], ((_logits(m, X) - yr) ** 2).mean(),
+                                   rtol=1e-5)
+    a, b = _model(), _model()
+    a.compile(K.optimizers.SGD(0.1), "mse")
+    b.compile(K.optimizers.SGD(0.1), K.losses.MeanSquaredError())
+    a.fit(X, yr, batch_size=10, epochs=1, shuffle=False, verbose=0)
+    b.fit(X, yr, batch_size=10, epochs=1, shuffle=False, verbose=0)
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_allclose(wa, wb, rtol=1e-6)
+
