@@ -59,12 +59,6 @@ class _Merge(Layer):
     def _finish(self, out, n):
         return out
 
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype.name}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
 
 def _broadcast(shapes):
@@ -254,12 +248,7 @@ class Reshape(Layer):
         return (input_shape[0],) + self.target_shape
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype.name,
-                "target_shape": list(self.target_shape)}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+        return {**super().get_config(), "target_shape": list(self.target_shape)}
 
 
 class Identity(Layer):
@@ -267,13 +256,6 @@ class Identity(Layer):
 
     def call(self, inputs):
         return inputs
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype.name}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
 
 class Lambda(Layer):

@@ -41,7 +41,8 @@ from .layers import Layer, Sequential, _fmt_shape, _unique_name
 from .tensor import Tensor, Variable, convert_to_tensor
 from .trainer import Trainer
 
-__all__ = ["Model", "Functional", "InputLayer", "Input", "Sequential"]
+__all__ = ["Model", "Functional", "InputLayer", "Input", "Sequential", "clone_model",
+           "load_model", "save_model"]
 
 
 # ---------------------------------------------------------------------------
@@ -449,6 +450,32 @@ class Model(Trainer, Layer):
             return self.output_shape
         return super().compute_output_shape(input_shape)
 
+    # -- config, cloning, saving ---------------------------------------------------------
+    def get_config(self):
+        """A functional model's graph in Keras 3's format (layer records with their calls);
+        a subclassed model's constructor arguments (override it when they are not plain
+        values)."""
+        if self._graph is not None:
+            from .model_config import functional_config
+
+            return functional_config(self)
+        return super().get_config()
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """The model ``get_config()`` (or Keras) describes; weights are new."""
+        if "layers" in config and "input_layers" in config:
+            from .model_config import functional_from_config
+
+            return functional_from_config(Functional if cls is Model else cls, config,
+                                          custom_objects)
+        return super().from_config(config)
+
+    def get_build_config(self):
+        if self._graph is not None:
+            return None  # the graph builds the layers
+        return super().get_build_config()
+
     # -- summary --------------------------------------------------------------------------
     def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False,
                 show_trainable=False, layer_range=None):
@@ -470,3 +497,6 @@ class Functional(Model):
     def __init__(self, inputs, outputs, name=None, trainable=True, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable,
                          **kwargs)
+
+
+from .model_config import clone_model, load_model, save_model  # noqa: E402,F401
