@@ -764,7 +764,7 @@ IR_TEXT_VERSION = 1  # the version dump_graph writes; parse_graph reads it and o
 _LONG = {short: name for name, short in _SHORT.items()}
 _INLINE = 16  # constants up to this many elements are written as values, larger in base64
 _PLAIN_NAME = re.compile(r"[A-Za-z_][\w.<>-]*")
-_RESERVED = frozenset({"inf", "nan", "array", "type", "op", "True", "False", "None"})
+_RESERVED = frozenset({"inf", "nan", "array", "type", "op", "slice", "True", "False", "None"})
 
 
 class GraphTextError(ValueError):
@@ -776,8 +776,8 @@ def dump_graph(g: Graph) -> str:
 
     The layout of :func:`print_graph`, with everything a graph means written out
     exactly: attributes as Python literals (constants by their values, or by their bytes
-    in base64 when they have more than 16 elements; ``array``, ``type`` and ``op`` name
-    the IR's own kinds of value), each input's name, and each symbolic size declared
+    in base64 when they have more than 16 elements; ``array``, ``type``, ``op`` and
+    ``slice`` name the other kinds of value), each input's name, and each symbolic size declared
     with where it comes from. Node locations are not written. The first line gives the
     version (``IR_TEXT_VERSION``)::
 
@@ -864,6 +864,9 @@ def _attr_text(v, where: str, key: str) -> str:
         return f"type({_type_text(v)!r})"
     if t is OpDef:
         return f"op({v.name!r})"
+    if t is slice:
+        return "slice({}, {}, {})".format(*(_attr_text(x, where, key)
+                                             for x in (v.start, v.stop, v.step)))
     if isinstance(v, np.generic):
         return _attr_text(v.item(), where, key)
     if t is Graph:
@@ -912,7 +915,7 @@ class _TextParser:
         self.at = 0
 
     def error(self, msg: str, line=None):
-        no, ln = line if line is not None else self.lines[min(self.at, len(self.lines) - 1)]
+        no, ln = line if line is not None else self.lines[max(self.at - 1, 0)]  # the last read
         return GraphTextError(f"IR text line {no}: {msg}: {ln.strip()[:100]!r}")
 
     def next(self):
@@ -1100,6 +1103,9 @@ class _TextParser:
         kw = {k.arg: self.value(k.value) for k in node.keywords}
         if fn == "type" and len(args) == 1 and type(args[0]) is str and not kw:
             return self.type(args[0])
+        if fn == "slice" and len(args) == 3 and not kw and all(
+                x is None or type(x) is int for x in args):
+            return slice(*args)
         if fn == "op" and len(args) == 1 and type(args[0]) is str and not kw:
             op = OP_TABLE.get(args[0])
             if op is None:
@@ -1122,7 +1128,7 @@ class _TextParser:
                 a = np.frombuffer(raw, dtype=dt.newbyteorder("<")).astype(dt)
                 return Const(a.reshape(ty.shape))
         raise self.error(f"cannot read {ast.unparse(node)[:60]!r} (array(type, [values]), "
-                         "array(type, b64=...), type(...), op(...))")
+                         "array(type, b64=...), type(...), op(...), slice(...))")
 
     def type(self, text: str) -> Type:
         m = self._TYPE.fullmatch(text)

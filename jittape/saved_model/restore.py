@@ -8,6 +8,8 @@ import inspect
 import keyword
 import re
 
+import numpy as np
+
 from .. import nest
 from .. import printing as _printing
 from ..dims import Dim
@@ -168,15 +170,9 @@ class RestoredConcrete(Trace):
         """The ``jt.function`` that runs this trace's graph (made on first use)."""
         if self._function is None:
             names = identifiers([s.name for s in self.specs])
-
-            def replay(*leaves):
-                return self._replay(leaves)
-
-            replay.__signature__ = inspect.Signature(
-                [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names])
-            replay.__name__ = replay.__qualname__ = self.name
             specs = [TensorSpec(s.shape, s.dtype, n) for s, n in zip(self.specs, names)]
-            self._function = Function(replay, input_signature=specs, name=self.name)
+            self._function = Function(_Replay(self, names), input_signature=specs,
+                                      name=self.name)
         return self._function
 
     def match(self, args, kwargs) -> list | None:
@@ -242,6 +238,21 @@ class RestoredConcrete(Trace):
                     f"dimension ({s.origin} when saved), which the saved trace takes as equal")
 
 
+class _Replay:
+    """The Python function of a trace's ``jt.function``: its graph, op by op. An object,
+    not a closure: the retrace warning counts the Functions made from one code object,
+    and each loaded trace is a Function of its own."""
+
+    def __init__(self, concrete, names):
+        self.concrete = concrete
+        self.__name__ = self.__qualname__ = concrete.name
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names])
+
+    def __call__(self, *leaves):
+        return self.concrete._replay(leaves)
+
+
 def _sized(v, sizes: dict):
     """``v`` (a Type, a size, a tuple of them) with the saved symbols replaced by this
     call's sizes."""
@@ -283,8 +294,8 @@ def _fit(spec: TensorSpec, x):
         if x.dtype != spec.dtype:
             return None
         t = x
-    elif hasattr(x, "dtype") and hasattr(x, "shape"):  # a numpy array or scalar
-        if str(x.dtype) != spec.dtype.name:
+    elif isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype.name != spec.dtype.name:
             return None
         t = convert_to_tensor(x)
     else:  # Python numbers and lists take the spec's dtype
@@ -318,6 +329,8 @@ def _match(saved, x, leaves: list) -> bool:
 def _describe(x) -> str:
     if isinstance(x, (Tensor, Variable)):
         return f"<{type(x).__name__} shape={tuple(x.shape)} dtype={x.dtype.name}>"
+    if isinstance(x, (np.ndarray, np.generic)):
+        return f"<{type(x).__name__} shape={x.shape} dtype={x.dtype.name}>"
     return repr(x)[:80]
 
 
