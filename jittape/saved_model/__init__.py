@@ -181,32 +181,37 @@ class _Exporter:
     def signature(self, key, s) -> dict:
         label = f"signature {key!r}"
         names = None
-        if isinstance(s, Function):
+        if isinstance(s, SignatureFunction):  # of a loaded saved model
+            c, names = s._concrete, s._inputs
+        elif isinstance(s, Function):
             if s.input_signature is None:
                 raise TypeError(
                     f"jt.saved_model.save: {label}: jt.function {s._name!r} has no "
                     "input_signature; a signature is a jt.function with one, or a concrete "
                     "function (f.get_concrete_function(jt.TensorSpec(...)))")
             names = [sp.name for sp in E.flat_specs(s.input_signature)]
-            cf = s.get_concrete_function(*s.input_signature)
+            c = s.get_concrete_function(*s.input_signature)
         elif isinstance(s, ConcreteFunction):
-            cf = s
+            c = s
             fn = getattr(s, "_function", None)
             fn = fn() if fn is not None else None
             if fn is not None and fn.input_signature is not None:
                 names = [sp.name for sp in E.flat_specs(fn.input_signature)]
+        elif isinstance(s, RestoredConcrete):
+            c = s
         else:
             raise TypeError(f"jt.saved_model.save: {label} is a {type(s).__name__}; a "
                             "signature is a jt.function with an input_signature or a concrete "
                             "function")
-        k = self.trace(cf, label)
+        k = self.trace(c, label)
         rec = self.concretes[k]
-        if not all(isinstance(x, TensorSpec) for x in nest.flatten(list(cf.input_structure))):
+        structure = (c.args, c.kwargs) if isinstance(c, RestoredConcrete) else c.input_structure
+        if not all(isinstance(x, TensorSpec) for x in nest.flatten(list(structure))):
             raise self.fail(label, "its arguments include Python values; a signature takes "
                             "tensors only (a jt.TensorSpec for every argument)")
-        specs = E.flat_specs(cf.input_structure)
+        specs = E.flat_specs(structure)
         inputs = identifiers([n or sp.name for n, sp in zip(names or [None] * len(specs),
-                                                             specs)])
+                                                            specs)])
         outs = rec["outputs"]
         if "dict" in outs:
             keys = [E.value_from_json(k) for k, _ in outs["dict"]]
@@ -231,8 +236,8 @@ class _Exporter:
                 if target is not None:
                     children.append([name, "variable" if isinstance(child, Variable)
                                      else "object", target])
-            info = {"class": type(o).__qualname__, "module": type(o).__module__,
-                    "children": children}
+            cls = o._saved_class if isinstance(o, RestoredObject) else type(o).__qualname__
+            info = {"class": cls, "children": children}
             if isinstance(getattr(o, "name", None), str):
                 info["name"] = o.name
             for attr in ("variables", "trainable_variables", "non_trainable_variables"):
@@ -370,9 +375,12 @@ def load(export_dir, tags=None, options=None):
     meta_path = os.path.join(d, _META)
     if not os.path.exists(meta_path):
         raise FileNotFoundError(f"jt.saved_model.load: no saved model at {d!r} (no {_META})")
-    with open(meta_path, encoding="utf-8") as f:
-        meta = json.load(f)
-    if meta.get("format") != _FORMAT:
+    try:
+        with open(meta_path, encoding="utf-8") as f:
+            meta = json.load(f)
+    except ValueError as e:
+        raise ValueError(f"jt.saved_model.load: {meta_path!r} is not readable JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
         raise ValueError(f"jt.saved_model.load: {meta_path!r} is not a jittape saved model")
     if not isinstance(meta.get("version"), int) or meta["version"] > SAVED_MODEL_VERSION:
         raise ValueError(
