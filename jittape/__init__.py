@@ -38,6 +38,7 @@ from . import profiler  # noqa: F401
 from . import math  # noqa: F401
 from . import image, linalg  # noqa: F401
 from . import random, initializers, layers, optimizers, losses, train  # noqa: F401
+from . import constraints, regularizers  # noqa: F401
 from .module import Module, name_scope  # noqa: F401
 from . import metrics  # noqa: F401
 from .layers import Sequential  # noqa: F401
@@ -47,6 +48,7 @@ from .printing import print  # noqa: F401,A001 (tf.print)
 from . import data  # noqa: F401
 from . import saved_model  # noqa: F401
 from . import keras  # noqa: F401
+from .models import Model  # noqa: F401
 
 
 def constant(value, dtype=None, shape=None, name=None):  # noqa: F811 (TF's argument name)

@@ -1620,7 +1620,9 @@ class Function:
                     return
             self._warned += 1
             self._warn(cf, n, len(self._recent), "")
-        elif len(firsts) >= 5 and det.warned < 2 and cf.cause == "first call":
+        elif len(firsts) >= 5 and det.warned < 2 and cf.cause == "first call" and (
+            self.__dict__.get("_detect_loops", True)
+        ):
             det.warned += 1
             made = {serial for serial, per_instance in firsts if not per_instance}
             if len(made) >= len(firsts) - len(made):

@@ -23,6 +23,13 @@ their mean (``mode``) and ``s = scale / max(1, n)``:
 truncated_normal), ``he_normal`` = (2, fan_in, truncated_normal), ``he_uniform`` =
 (2, fan_in, uniform), ``lecun_normal`` = (1, fan_in, truncated_normal),
 ``lecun_uniform`` = (1, fan_in, uniform).
+
+``input_axes`` and ``output_axes`` (Keras 3.15), when both are given, name the axes whose
+sizes multiply into fan_in and fan_out instead.
+
+``get_config()``/``from_config()`` and ``serialize``/``deserialize`` use Keras 3's
+config format (``{"module": "keras.initializers", "class_name": "GlorotUniform",
+"config": {"seed": None, ...}, "registered_name": None}``).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import re
 
 import numpy as np
 
+from . import _config
 from . import random as _random
 from .dtypes import as_dtype
 from .tensor import convert_to_tensor
@@ -41,16 +49,20 @@ __all__ = [
     "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeNormal",
     "HeUniform", "LecunNormal", "LecunUniform", "zeros", "ones", "constant",
     "glorot_uniform", "glorot_normal", "he_normal", "he_uniform", "lecun_normal",
-    "lecun_uniform", "random_uniform", "random_normal", "truncated_normal", "get",
-    "compute_fans",
+    "lecun_uniform", "random_uniform", "random_normal", "truncated_normal", "variance_scaling",
+    "get", "serialize", "deserialize", "compute_fans",
 ]
 
 TRUNCATION_STDDEV_FACTOR = 0.87962566103423978  # std of a unit normal truncated at +-2
 
 
-def compute_fans(shape) -> tuple[float, float]:
-    """``(fan_in, fan_out)`` of a weight of ``shape``, as Keras computes them."""
+def compute_fans(shape, input_axes=None, output_axes=None) -> tuple[float, float]:
+    """``(fan_in, fan_out)`` of a weight of ``shape``, as Keras computes them (from
+    ``input_axes`` and ``output_axes`` when both are given)."""
     shape = tuple(int(d) for d in shape)
+    if input_axes is not None and output_axes is not None:
+        return (float(math.prod(shape[a] for a in input_axes)),
+                float(math.prod(shape[a] for a in output_axes)))
     if len(shape) == 0:
         return 1.0, 1.0
     if len(shape) == 1:
@@ -68,7 +80,13 @@ class Initializer:
         raise NotImplementedError
 
     def get_config(self) -> dict:
+        """The arguments that rebuild this initializer (``from_config``)."""
         return {}
+
+    @classmethod
+    def from_config(cls, config):
+        """An initializer from ``get_config()``'s dict (Keras' too)."""
+        return cls(**{k: _config.from_plain(v) for k, v in config.items()})
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
@@ -134,7 +152,7 @@ class Constant(Initializer):
         return convert_to_tensor(np.array(a, dtype=as_dtype(dtype)._np))
 
     def get_config(self):
-        return {"value": self.value}
+        return {"value": _config.to_plain(self.value)}
 
 
 class RandomUniform(_Seeded):
@@ -150,7 +168,7 @@ class RandomUniform(_Seeded):
         return convert_to_tensor(a.astype(dt._np))
 
     def get_config(self):
-        return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}
+        return {"seed": self.seed, "minval": self.minval, "maxval": self.maxval}
 
 
 class RandomNormal(_Seeded):
@@ -166,7 +184,7 @@ class RandomNormal(_Seeded):
         return convert_to_tensor(a.astype(dt._np))
 
     def get_config(self):
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+        return {"seed": self.seed, "mean": self.mean, "stddev": self.stddev}
 
 
 class TruncatedNormal(_Seeded):
@@ -182,7 +200,7 @@ class TruncatedNormal(_Seeded):
         return convert_to_tensor((z * self.stddev + self.mean).astype(dt._np))
 
     def get_config(self):
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+        return {"seed": self.seed, "mean": self.mean, "stddev": self.stddev}
 
 
 class VarianceScaling(_Seeded):
@@ -191,7 +209,8 @@ class VarianceScaling(_Seeded):
     _MODES = ("fan_in", "fan_out", "fan_avg")
     _DISTRIBUTIONS = ("truncated_normal", "untruncated_normal", "uniform")
 
-    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
+    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None,
+                 input_axes=None, output_axes=None):
         super().__init__(seed)
         if scale <= 0:
             raise ValueError(f"VarianceScaling: scale must be positive, got {scale}")
@@ -205,10 +224,11 @@ class VarianceScaling(_Seeded):
                 f"got {distribution!r}"
             )
         self.scale, self.mode, self.distribution = float(scale), mode, distribution
+        self.input_axes, self.output_axes = _axes(input_axes), _axes(output_axes)
 
     def variance(self, shape) -> float:
         """``scale / max(1, n)`` for a weight of ``shape``."""
-        fan_in, fan_out = compute_fans(shape)
+        fan_in, fan_out = compute_fans(shape, self.input_axes, self.output_axes)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[self.mode]
         return self.scale / max(1.0, n)
 
@@ -228,68 +248,77 @@ class VarianceScaling(_Seeded):
         return convert_to_tensor(a.astype(dt._np))
 
     def get_config(self):
-        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
-                "seed": self.seed}
+        return {"seed": self.seed, "scale": self.scale, "mode": self.mode,
+                "distribution": self.distribution, "input_axes": self.input_axes,
+                "output_axes": self.output_axes}
 
 
 class GlorotUniform(VarianceScaling):
     """Uniform in ``[-limit, limit)``, ``limit = sqrt(6 / (fan_in + fan_out))``."""
 
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_avg", "uniform", seed)
+    def __init__(self, seed=None, input_axes=None, output_axes=None):
+        super().__init__(1.0, "fan_avg", "uniform", seed, input_axes, output_axes)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return _named_config(self)
 
 
 class GlorotNormal(VarianceScaling):
     """Truncated normal, ``stddev = sqrt(2 / (fan_in + fan_out)) / 0.8796...``."""
 
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_avg", "truncated_normal", seed)
+    def __init__(self, seed=None, input_axes=None, output_axes=None):
+        super().__init__(1.0, "fan_avg", "truncated_normal", seed, input_axes, output_axes)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return _named_config(self)
 
 
 class HeNormal(VarianceScaling):
     """Truncated normal, ``stddev = sqrt(2 / fan_in) / 0.8796...``."""
 
-    def __init__(self, seed=None):
-        super().__init__(2.0, "fan_in", "truncated_normal", seed)
+    def __init__(self, seed=None, input_axes=None, output_axes=None):
+        super().__init__(2.0, "fan_in", "truncated_normal", seed, input_axes, output_axes)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return _named_config(self)
 
 
 class HeUniform(VarianceScaling):
     """Uniform in ``[-limit, limit)``, ``limit = sqrt(6 / fan_in)``."""
 
-    def __init__(self, seed=None):
-        super().__init__(2.0, "fan_in", "uniform", seed)
+    def __init__(self, seed=None, input_axes=None, output_axes=None):
+        super().__init__(2.0, "fan_in", "uniform", seed, input_axes, output_axes)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return _named_config(self)
 
 
 class LecunNormal(VarianceScaling):
     """Truncated normal, ``stddev = sqrt(1 / fan_in) / 0.8796...``."""
 
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_in", "truncated_normal", seed)
+    def __init__(self, seed=None, input_axes=None, output_axes=None):
+        super().__init__(1.0, "fan_in", "truncated_normal", seed, input_axes, output_axes)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return _named_config(self)
 
 
 class LecunUniform(VarianceScaling):
     """Uniform in ``[-limit, limit)``, ``limit = sqrt(3 / fan_in)``."""
 
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_in", "uniform", seed)
+    def __init__(self, seed=None, input_axes=None, output_axes=None):
+        super().__init__(1.0, "fan_in", "uniform", seed, input_axes, output_axes)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return _named_config(self)
+
+
+def _axes(axes):
+    return None if axes is None else [int(a) for a in axes]
+
+
+def _named_config(init):
+    return {"seed": init.seed, "input_axes": init.input_axes, "output_axes": init.output_axes}
 
 
 # Keras' snake_case aliases are the classes themselves (``zeros()`` is an initializer)
@@ -305,6 +334,7 @@ he_normal = HeNormal
 he_uniform = HeUniform
 lecun_normal = LecunNormal
 lecun_uniform = LecunUniform
+variance_scaling = VarianceScaling
 
 _BY_NAME = {
     "zeros": Zeros, "ones": Ones, "constant": Constant, "random_uniform": RandomUniform,
@@ -320,11 +350,31 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+_CLASSES = {c.__name__: c for c in set(_BY_NAME.values()) | {Initializer}}
+
+
+def serialize(initializer):
+    """An initializer as Keras 3's config record (``None`` stays ``None``).
+
+    Example:
+        >>> jt.initializers.serialize(jt.initializers.Zeros())["class_name"]  # "Zeros"
+    """
+    return _config.serialize(initializer, "keras.initializers", _CLASSES)
+
+
+def deserialize(config, custom_objects=None):
+    """The initializer a record from ``serialize`` (or Keras) describes."""
+    return _config.deserialize(config, "initializer", _CLASSES, custom_objects, _BY_NAME)
+
+
 def get(identifier):
-    """An initializer from a name (``"he_normal"`` or ``"HeNormal"``), an instance or a
-    class, or any callable ``(shape, dtype) -> values``. ``None`` gives ``None``."""
+    """An initializer from a name (``"he_normal"`` or ``"HeNormal"``), a config record,
+    an instance or a class, or any callable ``(shape, dtype) -> values``. ``None`` gives
+    ``None``."""
     if identifier is None:
         return None
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
     if isinstance(identifier, str):
         cls = _BY_NAME.get(identifier) or _BY_NAME.get(_snake(identifier))
         if cls is None:

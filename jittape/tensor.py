@@ -390,12 +390,21 @@ class Variable(_Operators):
 
     ``assign`` replaces the stored array (it never writes into it), so a value a
     tape has already recorded stays as it was.
+
+    ``constraint`` (as tf.Variable's): ``None`` or a projection ``c(v) -> tensor`` of
+    the variable's shape, which an optimizer applies (``v.assign(v.constraint(v))``)
+    after each update of ``v``; kept as ``v.constraint``.
     """
 
-    __slots__ = ("_value", "_id", "_uid", "_read_tensor", "trainable", "_name", "__weakref__")
+    __slots__ = ("_value", "_id", "_uid", "_read_tensor", "trainable", "_name", "constraint",
+                 "__weakref__")
     _count = 0
 
-    def __init__(self, initial_value, trainable=True, name=None, dtype=None):
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None, constraint=None):
+        if constraint is not None and not callable(constraint):
+            raise ValueError(
+                f"Variable: the `constraint` argument must be a callable, got {constraint!r}")
+        self.constraint = constraint
         tracer = function_tracer()
         if tracer is not None:
             # inside ``jt.function``: the initial value is computed once, eagerly (TF

@@ -65,11 +65,8 @@ def _children(obj) -> list:
         for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
             out += _values(str(k), v)
         return out
-    if isinstance(obj, Optimizer):
-        out = [("iterations", obj.iterations)]
-        if obj._lr is not None:
-            out.append(("learning_rate", obj._lr))
-        return out
+    if isinstance(obj, Optimizer):  # iterations, the learning rate, shared variables
+        return obj._checkpoint_children()
     out = []
     if isinstance(obj, Layer):
         prefix = obj.name + "/"
@@ -222,6 +219,7 @@ class _Restore:
         """Fail on an existing variable the checkpoint lacks inside an object whose other
         variables it holds (another structure, not a variable made later)."""
         from .layers import Layer
+        from .optimizers import Optimizer
 
         saved = self.matched | set(self.pending)
         for p, v in variables.items():
@@ -240,7 +238,10 @@ class _Restore:
                 continue
             parent = p.rsplit("/", 1)[0] if "/" in p else ""
             obj = objects.get(parent)
-            built = getattr(obj, "built", True) if isinstance(obj, Layer) else obj is not None
+            if isinstance(obj, (Layer, Optimizer)):  # an unbuilt one makes variables later
+                built = getattr(obj, "built", True)
+            else:
+                built = obj is not None
             if obj is not None and built and not isinstance(obj, (Checkpoint, _Roots)):
                 raise ValueError(
                     f"checkpoint {self.path!r} holds {p!r}, but {type(obj).__name__} at "

@@ -141,3 +141,19 @@ def test_training_loop_from_scratch_guide(capsys):
     assert res["train_traces"] == 2 and res["test_traces"] == 2
     out = capsys.readouterr().out
     assert "Training loss (for 1 batch) at step 10:" in out and "Validation acc:" in out
+
+
+def test_subclassed_model_fit_and_custom_loop_both_learn():
+    res = _load("subclassed_model_loop").main(epochs=4, verbose=False)
+    assert res["fit_accuracy"] > 0.85 and res["loop_accuracy"] > 0.85
+    assert res["history"]["loss"][-1] < res["history"]["loss"][0]
+    assert set(res["us_per_step"]) == {"fit", "custom loop"}
+
+
+def test_functional_two_inputs_learns_both_outputs():
+    res = _load("functional_two_inputs").main(epochs=4, verbose=False)
+    h, t = res["history"], res["test"]
+    assert {"digit_loss", "even_loss", "digit_accuracy", "even_accuracy", "val_loss"} <= set(h)
+    assert h["loss"][-1] < h["loss"][0]
+    assert t["digit_accuracy"] > 0.8 and t["even_accuracy"] > 0.8
+    np.testing.assert_allclose(t["loss"], t["digit_loss"] + 0.5 * t["even_loss"], rtol=1e-4)

@@ -326,8 +326,9 @@ def test_plain_callable_schedule():
 def test_get_by_name():
     assert isinstance(O.get("adam"), O.Adam)
     assert isinstance(O.get("RMSprop"), O.RMSprop)
-    with pytest.raises(ValueError, match="Unknown optimizer"):
-        O.get("adagrad")
+    assert isinstance(O.get("adagrad"), O.Adagrad)
+    with pytest.raises(ValueError, match="Could not interpret optimizer identifier: 'adagrd'"):
+        O.get("adagrd")
 
 
 def test_float64_variables_use_float32_hyperparameters_like_keras():

@@ -1,38 +1,38 @@
 """``jt.keras``: Keras' names for jittape's objects, so ``tf.keras.X`` ports as ``jt.keras.X``.
 
 ``jt.keras.layers`` *is* ``jt.layers`` (likewise ``optimizers``, ``losses``,
-``metrics``, ``initializers``); ``activations``, ``callbacks``, ``utils`` and
-``backend`` live here. ``from jittape.keras.layers import Dense`` works.
+``metrics``, ``initializers``, ``regularizers``, ``constraints``); ``activations``,
+``callbacks``, ``utils`` and ``backend`` live here. ``from jittape.keras.layers import
+Dense`` works.
 """
 
 from __future__ import annotations
 
 import sys as _sys
 
-from .. import initializers, layers, losses, metrics, optimizers
+from .. import constraints, initializers, layers, losses, metrics, optimizers, regularizers
 from ..layers import Layer, Sequential  # noqa: F401
 from ..metrics import Metric  # noqa: F401
 from ..optimizers import schedules as _schedules
+from .. import models  # noqa: F401
+from ..models import Input, InputLayer, Model  # noqa: F401
 
 # the short forms' modules under their Keras paths, so that ``import jittape.keras.layers``
 # and ``from jittape.keras.optimizers.schedules import ExponentialDecay`` find them
 for _name, _mod in (("layers", layers), ("optimizers", optimizers), ("losses", losses),
                     ("metrics", metrics), ("initializers", initializers),
-                    ("optimizers.schedules", _schedules)):
+                    ("regularizers", regularizers), ("constraints", constraints),
+                    ("optimizers.schedules", _schedules), ("models", models)):
     _sys.modules.setdefault(f"{__name__}.{_name}", _mod)
 
 from . import activations, backend, callbacks, utils  # noqa: E402,F401
 
-__all__ = ["layers", "optimizers", "losses", "metrics", "initializers", "activations",
-           "callbacks", "utils", "backend", "Sequential", "Layer", "Metric"]
+__all__ = ["layers", "optimizers", "losses", "metrics", "initializers", "regularizers",
+           "constraints", "activations", "callbacks", "utils", "backend", "Sequential", "Layer",
+           "Metric", "Model", "Input", "InputLayer", "models"]
 
 _LATER = {
-    "Model": "the functional and subclassed jt.keras.Model (compile/fit/evaluate)",
-    "Input": "jt.keras.Input, the symbolic input of a functional Model",
     "mixed_precision": "jt.keras.mixed_precision",
-    "regularizers": "jt.keras.regularizers",
-    "constraints": "jt.keras.constraints",
-    "models": "jt.keras.models (saving and loading models)",
 }
 
 
