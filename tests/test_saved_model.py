@@ -343,6 +343,38 @@ def test_sequential_with_a_traced_predict_function(tmp_path):
     assert sorted(_train._graph(loaded)[0]) == sorted(_train._graph(model)[0])
 
 
+def test_a_fitted_keras_model(tmp_path):
+    """A subclassed jt.keras.Model after compile and fit: its own compiled loops are not
+    saved (as tf.keras), its weights, optimizer state and a serving function are."""
+
+    class MLP(jt.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.hidden = jt.keras.layers.Dense(4, activation="relu")
+            self.out = jt.keras.layers.Dense(2)
+
+        def call(self, x, training=None):
+            return self.out(self.hidden(x))
+
+    model = MLP()
+    model.compile(optimizer="adam", loss="mse")
+    x = RNG.standard_normal((16, 5)).astype(F32)
+    y = RNG.standard_normal((16, 2)).astype(F32)
+    model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+    model.serve = jt.function(lambda a: model(a, training=False),
+                              input_signature=[jt.TensorSpec([None, 5])])
+    jt.saved_model.save(model, tmp_path / "k")
+    with open(tmp_path / "k" / "saved_model.json") as f:
+        meta = json.load(f)
+    assert [f["attribute"] for f in meta["functions"]] == ["serve"]
+    assert "optimizer/iterations" in meta["variables"]
+    loaded = jt.saved_model.load(tmp_path / "k")
+    _close(loaded.serve(x), model.predict(x, verbose=0))
+    assert [v.name for v in loaded.trainable_variables] == [
+        v.name for v in model.trainable_variables]
+    assert int(loaded.optimizer.iterations.numpy()) == 2
+
+
 class Trainer(jt.Module):
     """A model, its optimizer and a compiled train step (a method of the module)."""
 

@@ -169,11 +169,16 @@ class _Exporter:
     def function(self, opath, attr, fn) -> dict:
         where = f"function {attr!r}" + (f" of {opath!r}" if opath else "")
         if isinstance(fn, RestoredFunction):
-            traces, params = fn._concretes, E.parameters_to_json(fn._binding.sig)
+            traces = fn._concretes
         else:
             where += f" (jt.function {fn._name!r})"
-            traces, params = _traces(fn), E.parameters_to_json(fn._binding.sig)
+            try:
+                traces = _traces(fn)
+            except Exception as e:
+                raise self.fail(where, f"tracing it for its input_signature failed: "
+                                f"{type(e).__name__}: {e}") from e
         n = len(traces)
+        params = E.parameters_to_json(fn._binding.sig)
         return {"object": opath, "attribute": attr, "name": fn._name, "parameters": params,
                 "concrete": [self.trace(c, where + (f", trace {k + 1} of {n}" if n > 1 else ""))
                              for k, c in enumerate(traces)]}
