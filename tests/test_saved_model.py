@@ -310,6 +310,27 @@ def test_python_value_arguments_pick_their_trace(tmp_path):
         loaded.shifted(x, up=1)  # 1 is not True: Python values by type and value
 
 
+def test_captured_arrays_are_saved(tmp_path):
+    table = RNG.standard_normal((40, 3)).astype(F32)  # captured: a graph input
+    small = np.array([1.0, -1.0, 2.0], F32)  # small: a constant in the graph
+
+    class Lookup(jt.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = jt.Variable(np.zeros(3, F32))
+
+        @jt.function(input_signature=[jt.TensorSpec([None], jt.int64)])
+        def __call__(self, i):
+            return jt.gather(jt.constant(table), i) * small + self.bias
+
+    jt.saved_model.save(Lookup(), tmp_path / "l")
+    with np.load(tmp_path / "l" / "captures.npz", allow_pickle=False) as z:
+        assert [z[k].shape for k in z.files] == [(40, 3)]
+    loaded = jt.saved_model.load(tmp_path / "l")
+    i = np.array([3, 0, 39], np.int64)
+    _close(loaded(i), table[i] * small)
+
+
 def _mlp():
     model = jt.Sequential([jt.layers.Dense(4, activation="relu"), jt.layers.Dense(2)])
     model(np.zeros((1, 5), F32))
