@@ -777,14 +777,14 @@ def dump_graph(g: Graph) -> str:
     The layout of :func:`print_graph`, with everything a graph means written out
     exactly: attributes as Python literals (constants by their values, or by their bytes
     in base64 when they have more than 16 elements; ``array``, ``type``, ``op`` and
-    ``slice`` name the other kinds of value), each input's name, and each symbolic size declared
-    with where it comes from. Node locations are not written. The first line gives the
-    version (``IR_TEXT_VERSION``)::
+    ``slice`` name the other kinds of value), each input's name, and each symbolic size
+    declared with where it comes from. Node locations are not written. The first line
+    gives the version (``IR_TEXT_VERSION``)::
 
         jittape-ir 1
         symbol s0 "dimension 0 of argument 'x'"
         graph serve(%0: f32[s0,2] 'arg:x', %1: f32[2,2] 'var:w') {
-          %2 = matmul %0, %1                   : f32[s0,2]
+          %2 = matmul %0, %1                 : f32[s0,2]
           %3 = reduce_sum %2 {axis=(1,), keepdims=False} : f32[s0]
           return %3
         }
@@ -970,6 +970,8 @@ class _TextParser:
         if len(parts) != 3 or not parts[1].isidentifier() or parts[1] in _RESERVED:
             raise self.error("expected: symbol <name> '<origin>'")
         origin, end = self.string(parts[2], 0)
+        if end != len(parts[2]):
+            raise self.error("text after the symbol's origin")
         self.symbols[parts[1]] = Symbol(parts[1], origin)
 
     def string(self, s: str, pos: int):
