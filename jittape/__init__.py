@@ -46,6 +46,7 @@ from . import config  # noqa: F401
 from .function import Function, TensorSpec, function  # noqa: F401
 from .printing import print  # noqa: F401,A001 (tf.print)
 from . import data  # noqa: F401
+from . import saved_model  # noqa: F401
 from . import keras  # noqa: F401
 from .models import Model  # noqa: F401
 
