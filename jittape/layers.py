@@ -1584,7 +1584,7 @@ from .layer_ops import (  # noqa: E402,F401
 __all__ += [
     "Add", "Average", "Concatenate", "Dot", "Identity", "Lambda", "Maximum", "Minimum",
     "Multiply", "Reshape", "Subtract", "add", "average", "concatenate", "dot", "maximum",
-    "minimum", "multiply", "subtract", "Input", "InputLayer",
+    "minimum", "multiply", "subtract",
 ]
 
 
