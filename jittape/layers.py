@@ -385,6 +385,17 @@ _LAYER_CLASSES: dict = {}
 _KERAS_MODULE = {"Sequential": "keras", "Model": "keras", "Functional": "keras"}
 
 
+def _layers_in(value, depth=0) -> list:
+    """The layers inside nested lists, tuples and dicts (dict values in insertion
+    order), as Keras tracks them."""
+    if isinstance(value, Layer):
+        return [value]
+    if depth > 8 or not isinstance(value, (list, tuple, dict)):
+        return []
+    items = value.values() if isinstance(value, dict) else value
+    return [layer for v in items for layer in _layers_in(v, depth + 1)]
+
+
 class Layer(Module):
     """Base class. Subclasses create weights in ``build(input_shape)`` with
     ``add_weight`` and compute in ``call(inputs)`` (or ``call(inputs, training=None)``).
@@ -473,9 +484,7 @@ class Layer(Module):
     def __setattr__(self, key, value):
         subs = self.__dict__.setdefault("_sublayers", [])
         found = [value] if isinstance(value, Layer) else (
-            [v for v in (value.values() if isinstance(value, dict) else value)
-             if isinstance(v, Layer)] if isinstance(value, (list, tuple, dict)) else []
-        )
+            _layers_in(value) if isinstance(value, (list, tuple, dict)) else [])
         for layer in found:
             if layer is not self and all(layer is not s for s in subs):
                 subs.append(layer)

@@ -157,3 +157,16 @@ def test_functional_two_inputs_learns_both_outputs():
     assert h["loss"][-1] < h["loss"][0]
     assert t["digit_accuracy"] > 0.8 and t["even_accuracy"] > 0.8
     np.testing.assert_allclose(t["loss"], t["digit_loss"] + 0.5 * t["even_loss"], rtol=1e-4)
+
+
+def test_fit_with_callbacks_stops_early_and_checkpoints_the_best(tmp_path):
+    res = _load("fit_with_callbacks").main(epochs=40, out=str(tmp_path), verbose=False)
+    val = res["history"]["val_loss"]
+    assert len(val) < 40  # early stopping ended it
+    assert res["best_epoch"] == int(np.argmin(val))
+    assert (tmp_path / "best.keras").exists()
+    lines = (tmp_path / "log.csv").read_text().splitlines()
+    assert lines[0].startswith("epoch,") and len(lines) == len(val) + 1
+    # the restored weights are the best epoch's, as is the checkpoint
+    np.testing.assert_allclose(res["restored"]["loss"], res["loaded"]["loss"], rtol=1e-5)
+    assert res["loaded"]["accuracy"] > 0.85

@@ -59,6 +59,20 @@ def test_layers_in_lists_and_dicts_and_nested_models_are_tracked():
     m = Deep()
     m(np.ones((2, 4), np.float32))
     assert len(m.layers) == 5
+
+    class Nested(K.Model):
+        def __init__(self):
+            super().__init__()
+            self.stages = [[L.Dense(2), L.Dense(2)], {"last": (L.Dense(1),)}]
+
+        def call(self, x):
+            for d in self.stages[0]:
+                x = d(x)
+            return self.stages[1]["last"][0](x)
+
+    n = Nested()
+    n(np.ones((1, 3), np.float32))
+    assert len(n.layers) == 3 and len(n.trainable_variables) == 6
     assert len(m.trainable_variables) == 2 * 2 + 2 * 2 + 4
     assert m.inner in m.layers
     # weights() / get_weights() / set_weights() round-trip
