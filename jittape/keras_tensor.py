@@ -79,7 +79,7 @@ class KerasTensor:
 
     # operators become layer calls, as on Keras' symbolic tensors
     def _op(self, name, fn, *others):
-        from .layer_ops import _OpLayer
+        from .layers.reshaping import _OpLayer
 
         return _OpLayer(fn, name)([self, *others] if others else self)
 

@@ -396,6 +396,7 @@ class Trainer:
         d["_jit_compile"] = jit_compile
         d["steps_per_execution"] = int(steps_per_execution)
         d["_steps"] = {}
+        d["_prepared"] = {}
         d["compiled"] = True
 
     @property
@@ -548,13 +549,14 @@ class Trainer:
             return self.compute_loss(x, y, y_pred, sample_weight, training=training)
         return self.compute_loss(x, y, y_pred, sample_weight)
 
-    def _quiet_train_step(self, data):
+    def _quiet_train_step(self, *data):
         """``train_step`` without its return value, for ``fit`` when neither
         ``train_step`` nor ``compute_metrics`` is overridden: the batch logs are then
-        the metrics' results read when a callback asks (no extra outputs per step)."""
+        the metrics' results read when a callback asks (no extra outputs per step). The
+        batch's parts come as separate arguments (a cheaper call than one tuple)."""
         self.train_step(data)
 
-    def _quiet_test_step(self, data):
+    def _quiet_test_step(self, *data):
         self.test_step(data)
 
     def _quiet(self, kind) -> bool:
@@ -564,7 +566,8 @@ class Trainer:
 
     def _run_step(self, kind, batch):
         """Run a step of ``fit``/``evaluate``; the batch logs (read lazily)."""
-        out = self._step(kind)(batch)
+        fn = self._step(kind)
+        out = fn(*batch) if self.__dict__["_quiet_steps"].get(kind) else fn(batch)
         return _BatchLogs(self.get_metrics_result if out is None else out)
 
     def _step(self, kind):
@@ -572,7 +575,9 @@ class Trainer:
         steps = self.__dict__.setdefault("_steps", {})
         fn = steps.get(kind)
         if fn is None:
-            method = getattr(self, f"_quiet_{kind}_step" if self._quiet(kind) else f"{kind}_step")
+            quiet = self._quiet(kind)
+            self.__dict__.setdefault("_quiet_steps", {})[kind] = quiet
+            method = getattr(self, f"_quiet_{kind}_step" if quiet else f"{kind}_step")
             if self.run_eagerly:
                 fn = method
             else:
@@ -619,6 +624,8 @@ class Trainer:
         state."""
         from .keras_tensor import isolated
 
+        if self.__dict__.get("_prepared", {}).get(training):
+            return  # done for this compile (new variables get slots on their first update)
         x, y, sw = unpack_x_y_sample_weight(batch)
         cl, cm = self.__dict__.get("_compile_loss"), self.__dict__.get("_compile_metrics")
         need_pred = not self.built or (y is not None and (
@@ -632,6 +639,7 @@ class Trainer:
                     cm.build(y, y_pred)
         if training and self.optimizer is not None and self.trainable_variables:
             self.optimizer.build(self.trainable_variables)
+        self.__dict__.setdefault("_prepared", {})[training] = True
 
     # -- fit / evaluate / predict ------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
@@ -667,15 +675,21 @@ class Trainer:
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
             logs = {}
+            # batch hooks only when a callback overrides one (the loop is the hot path)
+            hooks = _has_batch_hooks(cbs, "train")
             for step, batch in enumerate(data.epoch(epoch)):
                 if train is None:
                     self._prepare(batch, training=True)
                     train = self._step("train")
-                cbs.on_train_batch_begin(step)
-                logs = self._run_step("train", batch)
-                cbs.on_train_batch_end(step, logs)
-                if sys.getrefcount(logs) > 2:  # a callback kept the logs: fix their values
-                    logs._fill()
+                    spread = self.__dict__["_quiet_steps"]["train"]
+                if hooks:
+                    cbs.on_train_batch_begin(step)
+                out = train(*batch) if spread else train(batch)
+                logs = _BatchLogs(self.get_metrics_result if out is None else out)
+                if hooks:
+                    cbs.on_train_batch_end(step, logs)
+                    if sys.getrefcount(logs) > 2:  # a callback kept the logs: fix them
+                        logs._fill()
                 if self.stop_training:
                     break
             if train is None:
@@ -821,6 +835,13 @@ def _callback_list(model, callbacks, add_history, verbose, epochs, steps):
 
     return CallbackList(callbacks, add_history=add_history, add_progbar=verbose != 0,
                         model=model, verbose=verbose, epochs=epochs, steps=steps)
+
+
+def _has_batch_hooks(cbs, kind) -> bool:
+    listeners = getattr(cbs, "_listeners", None)
+    if listeners is None:
+        return True
+    return bool(listeners(f"on_{kind}_batch_begin") or listeners(f"on_{kind}_batch_end"))
 
 
 def _validates(epoch, freq) -> bool:

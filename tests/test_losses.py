@@ -318,6 +318,20 @@ def test_crossentropy_of_a_layer_sigmoid_output_is_computed_from_its_logits():
           bce_np(y, np_sigmoid(z)).mean())
 
 
+def test_loss_warnings_point_at_the_callers_line():
+    # a loss class, its function and the helpers that warn sit in different modules of
+    # jt.losses: the warning names the line that called the loss, not one of them
+    x = np.array([[0.3, 0.1]])
+    layer = _dense("softmax", np.array([[1.0, -2.0], [0.5, 1.0]]), x)
+    y = np.array([[0.0, 1.0]])
+    with pytest.warns(UserWarning, match="from_logits=True") as record:
+        Ls.CategoricalCrossentropy(from_logits=True)(y, layer(x))
+        Ls.categorical_crossentropy(y, layer(x), from_logits=True)
+    with pytest.warns(SyntaxWarning, match="binary_crossentropy") as more:
+        Ls.CategoricalFocalCrossentropy()(np.ones((3, 1)), np.ones((3, 1)) * 0.5)
+    assert [w.filename for w in [*record, *more]] == [__file__] * 3
+
+
 def test_crossentropy_of_a_layer_softmax_output_is_computed_from_its_logits():
     x = np.array([[40.0, -1.0], [-40.0, 2.0], [0.3, 0.1]])
     w = np.array([[1.0, -2.0, 0.0], [0.5, 1.0, 3.0]])

@@ -1,0 +1,80 @@
+"""``jt.layers``: Keras-style layers and ``Sequential``, written with jittape's public ops.
+
+A layer creates its weights (``jt.Variable``) on its first call, from the shape of
+that input (or at once, when the first layer of a ``Sequential`` is given
+``input_shape``). Weights are named ``"<layer>/<weight>"`` (``v.name`` reads
+``"dense/kernel:0"``), and listed in creation order: a ``Dense`` has kernel then
+bias, a ``BatchNormalization`` gamma, beta, moving_mean, moving_variance; a model
+lists its layers' weights layer by layer.
+
+``layer(x, training=None)``: ``training`` reaches every sublayer; ``None`` means
+inference, as at Keras' top level. Float inputs are converted to the layer's dtype
+(``float32`` unless ``dtype=`` says otherwise), as Keras' autocasting does; ``Dense``
+and ``BatchNormalization`` also take integer and bool inputs in that dtype, as Keras'
+type promotion does (``Flatten`` keeps them as they are).
+
+The ``"sigmoid"`` and ``"softmax"`` activations remember their inputs, so that a
+crossentropy given their output computes from the logits, as Keras 3 does (see
+``jt.losses``).
+
+Regularization, as Keras 3: ``layer.losses`` lists the losses of the layer and its
+sublayers, in this order: those added with ``add_loss`` and the activity penalties
+(``activity_regularizer`` of each output, divided by the batch size) of the last
+top-level call, which clears them when it starts; then the penalties of the weights
+that have a regularizer, evaluated on their current values each time ``losses`` is read.
+A frozen layer (``trainable=False``) and non-trainable weights add no weight penalty.
+Inside a ``jt.function`` step the values are tensors of the trace, so a training step
+returns ``loss + jt.add_n(model.losses)``.
+
+Configs, as Keras 3: ``layer.get_config()`` gives the constructor arguments (nested
+initializers, regularizers and constraints as Keras' config records),
+``type(layer).from_config(config)`` rebuilds the layer, and ``serialize(layer)`` /
+``deserialize(record, custom_objects)`` add the class name and the input shape the
+layer was built for. Keras' own configs are read too.
+"""
+
+from __future__ import annotations
+
+from .activations import ACTIVATIONS, get_activation, keras_logits
+from .base import Layer
+from .core import Activation, Dense, Dropout, Flatten
+from .normalization import BatchNormalization
+from .sequential import Sequential
+from .serialization import deserialize, serialize
+# the layers that combine and reshape tensors
+from .merging import (
+    Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add, average,
+    concatenate, dot, maximum, minimum, multiply, subtract,
+)
+from .reshaping import Identity, Lambda, Reshape
+
+# the private names of the module this package was, for the modules that import them
+# from here (``_unique_name``, ``_fmt_shape``, ``_CALLS``, ...); each is defined once
+from .activations import (  # noqa: F401
+    _LOGITS, _activation_name, _ActivationAttr, _forget_logits, _linear, _remember_logits,
+    _serialize_activation, _sigmoid, _silu, _softmax,
+)
+from .base import _LAYER_CLASSES, _layers_in  # noqa: F401
+from .core import _no_quantization, _validate_noise_shape  # noqa: F401
+from .serialization import _KERAS_MODULE  # noqa: F401
+from .utils import (  # noqa: F401
+    _CALLS, _as_input_shape, _batchless, _build_arg, _CallState, _fmt_shape, _init_arguments,
+    _is_shape, _name_counts, _per_example, _plain, _promote, _shape_from_config,
+    _shape_structure, _snake, _unique_name, _unseen, _wrap_build,
+)
+
+__all__ = [
+    "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Sequential",
+    "get_activation", "ACTIVATIONS", "keras_logits", "serialize", "deserialize",
+    "Add", "Average", "Concatenate", "Dot", "Identity", "Lambda", "Maximum", "Minimum",
+    "Multiply", "Reshape", "Subtract", "add", "average", "concatenate", "dot", "maximum",
+    "minimum", "multiply", "subtract",
+]
+
+
+def __getattr__(name):
+    if name in ("Input", "InputLayer"):  # jt.keras.layers.Input, as Keras exports it
+        from .. import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module 'jittape.layers' has no attribute {name!r}")
