@@ -315,3 +315,18 @@ def test_loss_given_as_a_function_name_or_callable_is_a_batch_mean():
     for wa, wb in zip(a.get_weights(), b.get_weights()):
         np.testing.assert_allclose(wa, wb, rtol=1e-6)
 
+
+
+def test_fit_prints_keras_epoch_lines(capsys):
+    m = _model()
+    m.compile("sgd", K.losses.SparseCategoricalCrossentropy(from_logits=True),
+              metrics=["accuracy"])
+    m.fit(X, Y, batch_size=25, epochs=2, verbose=2, validation_data=(X[:10], Y[:10]))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Epoch 1/2" and out[2] == "Epoch 2/2"
+    import re
+    assert re.fullmatch(r"2/2 - \d+s - \d+m?s/step - accuracy: \d\.\d{4} - loss: \d\.\d{4} - "
+                        r"val_accuracy: \d\.\d{4} - val_loss: \d\.\d{4}", out[1]), out[1]
+    m.evaluate(X, Y, verbose=0)
+    m.predict(X, verbose=0)
+    assert capsys.readouterr().out == ""
