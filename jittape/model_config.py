@@ -272,23 +272,20 @@ def _compile_config(model):
     from . import metrics as _metrics
     from . import optimizers as _optimizers
 
-    def loss_part(v):
+    def part(v, serialize):  # names stay names; objects become records, in their nesting
         if v is None or isinstance(v, str):
             return v
         if isinstance(v, dict):
-            return {k: loss_part(x) for k, x in v.items()}
+            return {k: part(x, serialize) for k, x in v.items()}
         if isinstance(v, (list, tuple)):
-            return [loss_part(x) for x in v]
-        return _losses.serialize(v)
+            return [part(x, serialize) for x in v]
+        return serialize(v)
+
+    def loss_part(v):
+        return part(v, _losses.serialize)
 
     def metric_part(v):
-        if v is None or isinstance(v, str):
-            return v
-        if isinstance(v, dict):
-            return {k: metric_part(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [metric_part(x) for x in v]
-        return _metrics.serialize(v)
+        return part(v, _metrics.serialize)
 
     cm = d.get("_compile_metrics")
     metrics, weighted = (cm._user if cm is not None else (None, None))

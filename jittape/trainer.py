@@ -188,6 +188,15 @@ def _flat_targets(y_true, y_pred, names):
     return flat_true
 
 
+def _flat_parts(y_true, y_pred, sample_weight, names):
+    """Targets, predictions and sample weights as three lists in output order (one
+    array of sample weights serves every output)."""
+    flat_pred = nest.flatten(y_pred)
+    flat_sw = (nest.flatten(sample_weight) if isinstance(sample_weight, (list, dict))
+               else [sample_weight] * len(flat_pred))
+    return _flat_targets(y_true, y_pred, names), flat_pred, flat_sw
+
+
 class _CompileLoss:
     """The losses given to ``compile``, one per output, with their weights."""
 
@@ -231,10 +240,7 @@ class _CompileLoss:
     def __call__(self, y_true, y_pred, sample_weight=None):
         if not self.built:
             self.build(y_true, y_pred)
-        flat_pred = nest.flatten(y_pred)
-        flat_true = _flat_targets(y_true, y_pred, self.names)
-        flat_sw = (nest.flatten(sample_weight) if isinstance(sample_weight, (list, dict))
-                   else [sample_weight] * len(flat_pred))
+        flat_true, flat_pred, flat_sw = _flat_parts(y_true, y_pred, sample_weight, self.names)
         total = None
         trackers = iter(self.metrics)
         for fn, w, yt, yp, sw in zip(self.fns, self.weights, flat_true, flat_pred, flat_sw):
@@ -324,10 +330,7 @@ class _CompileMetrics:
     def update_state(self, y_true, y_pred, sample_weight=None):
         if not self.built:
             self.build(y_true, y_pred)
-        flat_pred = nest.flatten(y_pred)
-        flat_true = _flat_targets(y_true, y_pred, self.names)
-        flat_sw = (nest.flatten(sample_weight) if isinstance(sample_weight, (list, dict))
-                   else [sample_weight] * len(flat_pred))
+        flat_true, flat_pred, flat_sw = _flat_parts(y_true, y_pred, sample_weight, self.names)
         for m, i, weighted in self.entries:
             sw = flat_sw[i] if weighted else None
             if sw is None:
