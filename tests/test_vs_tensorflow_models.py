@@ -129,3 +129,33 @@ def test_subclassed_model_weights_order_matches_keras():
     assert [w.shape for w in jm.get_weights()] == [w.shape for w in km.get_weights()]
     jm.set_weights(km.get_weights())
     _close(jm(X).numpy(), km(X).numpy())
+
+
+def test_keras_archives_move_both_ways(tmp_path):
+    km = _two_io(keras)
+    km.compile("adam", ["mse", "sparse_categorical_crossentropy"],
+               metrics=[["mae"], ["accuracy"]])
+    km.save(tmp_path / "k.keras")
+    jm = jt.keras.models.load_model(tmp_path / "k.keras")
+    assert [l.name for l in jm.layers] == [l.name for l in km.layers]
+    for a, b in zip(jm([X, X2]), km([X, X2])):
+        _close(a.numpy(), b)
+    jm.fit([X, X2], [YR, Y], epochs=1, verbose=0)
+    jm.save(tmp_path / "j.keras")
+    back = keras.models.load_model(tmp_path / "j.keras")
+    for a, b in zip(back([X, X2]), jm([X, X2])):
+        _close(a, b.numpy())
+    seq = jt.keras.Sequential([jt.keras.Input(shape=(4,)), jt.keras.layers.Dense(3)])
+    seq.save(tmp_path / "s.keras")
+    _close(keras.models.load_model(tmp_path / "s.keras")(X), seq(X).numpy())
+
+
+def test_functional_configs_cross_over():
+    km = _two_io(keras)
+    jm = jt.keras.Model.from_config(km.get_config())
+    assert [l.name for l in jm.layers] == [l.name for l in km.layers]
+    jm.set_weights(km.get_weights())
+    _close(jm([X, X2])[0].numpy(), km([X, X2])[0])
+    back = keras.Model.from_config(jm.get_config())
+    back.set_weights(km.get_weights())
+    _close(back([X, X2])[1], km([X, X2])[1])
