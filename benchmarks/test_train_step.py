@@ -76,7 +76,9 @@ sys.path.insert(0, {bench!r})
 import jittape as jt
 from train_steps import CONFIGS, data, jittape_step
 t1 = time.perf_counter()
-cfg = CONFIGS[{size!r}]
+cfg = dict(CONFIGS[{size!r}])
+if {batch!r}:
+    cfg["batch"] = {batch!r}
 if {before!r}:  # a process that has compiled before (Numba's first-compile set-up done)
     import numpy as np
     jt.function(lambda v: v * 2.0 + 1.0, backend="cpu")(np.ones(3, np.float32))
@@ -96,11 +98,11 @@ print(json.dumps({{"import_s": t1 - t0, "first_call_s": t3 - t2, "compiled_s": t
 """
 
 
-def _fresh_process(size, cache_dir, background, name=None, before=False):
+def _fresh_process(size, cache_dir, background, name=None, before=False, batch=None):
     env = dict(os.environ, JITTAPE_CACHE_DIR=cache_dir, PYTHONPATH=str(ROOT),
                JITTAPE_BACKGROUND_COMPILE="1" if background else "0")
     code = _FIRST_CALL.format(bench=str(Path(__file__).parent), size=size, name=name,
-                              before=before)
+                              before=before, batch=batch)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True, timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -135,13 +137,13 @@ def test_first_call_in_a_fresh_process(benchmark, size, cache):
 @pytest.mark.parametrize("size", ["small", "large"])
 @pytest.mark.parametrize("process", ["fresh", "compiled-before"])
 def test_first_call_new_entry_over_cached_kernels(benchmark, size, process):
-    """A second model with the same layer sizes, with the disk cache the first model's
-    process left: the same kernels, another graph (its step has another name), so
-    another entry module. Only the entry compiles; the kernels load from their own
-    disk-cache entries (``kernels_compiled`` 0). ``fresh``: the step is the process's
-    first compile (it pays Numba's set-up, about 0.3 s); ``compiled-before``: the
-    process compiled a small function first, as a program's second model or its
-    ``predict`` after the train step would find it."""
+    """A graph whose kernels are on disk but whose entry is new: the same step at another
+    batch size (the kernels take their sizes as arguments; the entry is specialized), in a
+    process after the one that left the disk cache. Only the entry compiles; the kernels
+    load from their own disk-cache entries (``kernels_compiled`` 0). ``fresh``: the step
+    is the process's first compile (it pays Numba's set-up, about 0.3 s);
+    ``compiled-before``: the process compiled a small function first, as a program's
+    ``predict`` after its train step finds it."""
     benchmark.group = "start: first call in a fresh process"
     record(benchmark, f"{size}-new-entry-cached-kernels-{process}")
     before = process == "compiled-before"
@@ -150,8 +152,8 @@ def test_first_call_new_entry_over_cached_kernels(benchmark, size, process):
         res = {}
 
         def run():
-            res.update(_fresh_process(size, d, False, name="second_model_step",
-                                      before=before))
+            res.update(_fresh_process(size, d, False, before=before,
+                                      batch=CONFIGS[size]["batch"] + 16))
 
         benchmark.pedantic(run, rounds=1, iterations=1)
     stats = res["stats"]
@@ -163,6 +165,30 @@ def test_first_call_new_entry_over_cached_kernels(benchmark, size, process):
     assert stats["compiled"] == 1 and stats["disk_hits"] == 0  # a new entry
     if "kernels_compiled" in stats:
         assert stats["kernels_compiled"] == 0 and stats["kernels_from_disk"] > 0
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_first_call_second_model_same_sizes(benchmark, size):
+    """A second model with the same layer sizes (its step has another name, its layers
+    other global names), in a process that compiled before: the entry's text names
+    neither the graph nor the layers' global numbers, so it is the first model's module,
+    loaded from disk with its kernels (``compiled`` 0)."""
+    benchmark.group = "start: first call in a fresh process"
+    record(benchmark, f"{size}-second-model-same-sizes")
+    with tempfile.TemporaryDirectory() as d:
+        _fresh_process(size, d, False, before=True)
+        res = {}
+
+        def run():
+            res.update(_fresh_process(size, d, False, name="second_model_step",
+                                      before=True))
+
+        benchmark.pedantic(run, rounds=1, iterations=1)
+    stats = res["stats"]
+    benchmark.extra_info.update(res)
+    print(f"\n{size} second model, same sizes: first call {res['first_call_s']:.2f} s; "
+          f"compiled {stats['compiled']}, disk hits {stats['disk_hits']}")
+    assert stats["compiled"] == 0 and stats["disk_hits"] >= 1
 
 
 def test_steps_compute_the_same_loss():

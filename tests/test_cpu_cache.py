@@ -773,3 +773,23 @@ def test_a_forked_child_does_not_use_its_parents_compile_workers(monkeypatch):
     assert os.read(r, 16) == b"0"
     os.close(r)
     assert compile_pool._pool() == workers  # the parent's worker is untouched
+
+
+def test_entry_parameter_names_do_not_depend_on_global_layer_numbers():
+    """A second model of the same layers reads dense_2/..., dense_3/...: the entry names
+    its layers by their order in the graph, so its text (and cached module) is the first
+    model's."""
+    from types import SimpleNamespace
+
+    from jittape.backends.kernel_names import input_params
+
+    def graph(names):
+        return SimpleNamespace(inputs=list(range(len(names))), input_names=names)
+
+    first = ["arg:x", "var:dense/kernel", "var:dense/bias", "var:dense_1/kernel",
+             "var:adam/iteration", "var:adam/dense/kernel/m"]
+    second = ["arg:x", "var:dense_2/kernel", "var:dense_2/bias", "var:dense_3/kernel",
+              "var:adam_1/iteration", "var:adam_1/dense_2/kernel/m"]
+    assert input_params(graph(first)) == input_params(graph(second)) == [
+        "x", "w_dense_kernel", "w_dense_bias", "w_dense_1_kernel", "w_adam_iteration",
+        "w_adam_dense_kernel_m"]

@@ -129,17 +129,45 @@ _TAKEN = re.compile(
     r"^(?:[tcoD]\d+|slot_\d+|tk|bp|tview_\w*|np|numba|math|prange|entry\w*|k\d+\w*)$")
 
 
+_NUMBERED = re.compile(r"^(.*?)(?:_(\d+))?$")
+
+
+def _scopes_renumbered(names) -> dict:
+    """``{scope: scope as this graph numbers it}`` for the scopes of variable names
+    (``dense_3`` in ``dense_3/kernel``): the instances of each base name (``dense``,
+    ``adam``) numbered by first appearance in the graph, so that a second model of the
+    same layers (``dense_3``, ``dense_4``) gives the entry the first one's names, the same
+    text, and so the same cached module."""
+    order: dict = {}
+    out = {}
+    for raw in names:
+        if not raw.startswith("var:"):
+            continue
+        for part in raw[4:].split("/")[:-1]:
+            if part in out:
+                continue
+            base = _NUMBERED.match(part).group(1) or part
+            k = order.get(base, 0)
+            order[base] = k + 1
+            out[part] = base if k == 0 else f"{base}_{k}"
+    return out
+
+
 def input_params(graph: Graph) -> list:
     """The entry's parameter name for each graph input, from the graph's input names:
-    a variable ``dense_1/kernel`` is ``w_dense_1_kernel``, an argument ``x`` is ``x``,
-    others as named (``seed``, ``random``, ``capture0``); unnamed ones ``in<k>``. Names
-    are identifiers, unique, and never one the entry uses for its own values."""
+    a variable ``dense_1/kernel`` is ``w_dense_1_kernel`` (its layer numbered among the
+    graph's own: the first dense layer the graph reads is ``dense``, whatever its global
+    name), an argument ``x`` is ``x``, others as named (``seed``, ``random``,
+    ``capture0``); unnamed ones ``in<k>``. Names are identifiers, unique, and never one
+    the entry uses for its own values."""
     out, seen = [], set()
     names = graph.input_names or ()
+    scopes = _scopes_renumbered(names)
     for k in range(len(graph.inputs)):
         raw = names[k] if k < len(names) else ""
         if raw.startswith("var:"):
-            raw = "w_" + raw[4:]
+            parts = raw[4:].split("/")
+            raw = "w_" + "/".join([scopes.get(p, p) for p in parts[:-1]] + parts[-1:])
         elif raw.startswith("arg:"):
             raw = raw[4:]
         name = re.sub(r"[^0-9A-Za-z_]+", "_", raw).strip("_").lower() or f"in{k}"

@@ -205,8 +205,9 @@ def render(mod: Module, vm_version: str) -> Sources:
     tables = sorted({table_name(*s.arg[1:]) for s in mod.entry
                      if isinstance(s, View) and s.kind == "table"})
     head = [
-        f"# jittape generated module: graph {mod.graph_name!r}, {mod.nodes} nodes, "
-        f"{len(mod.kernels)} kernels",
+        # no graph name: the module is cached by its text, and a graph of the same
+        # structure (a second model, a step of another name) shares it
+        f"# jittape generated module: {mod.nodes} nodes, {len(mod.kernels)} kernels",
         f"# generator {GENERATOR_VERSION}, vector math {vm_version}",
         "import numpy as np",
         "import numba",
