@@ -85,16 +85,20 @@ class NumpyStep:
         return loss
 
 
-def jittape_step(cfg, ws, bs, compiled, backend=None, batch_none=False, name=None):
+def jittape_step(cfg, ws, bs, compiled, backend=None, batch_none=False, name=None,
+                 var_names=None):
     """The same step with jittape: variables, a tape, an optimizer. ``batch_none``: the
     jt.function has an input_signature with a None batch size (one trace with a
-    symbolic size serves every batch size). ``name``: the step's name (a second model's
-    step: the same kernels, another entry module)."""
+    symbolic size serves every batch size). ``name``: the step's name. ``var_names``: a
+    prefix for the variables' names (``<prefix>_w0``, ...): the same kernels, another
+    entry (its parameters are named after the variables)."""
     import jittape as jt  # here, so that the numpy half imports without jittape (peers.py)
 
     params = []
-    for w, b in zip(ws, bs):
-        params += [jt.Variable(w.copy()), jt.Variable(b.copy())]
+    for i, (w, b) in enumerate(zip(ws, bs)):
+        names = (None, None) if var_names is None else (f"{var_names}_w{i}",
+                                                        f"{var_names}_b{i}")
+        params += [jt.Variable(w.copy(), name=names[0]), jt.Variable(b.copy(), name=names[1])]
     opt = (jt.optimizers.SGD(cfg["lr"]) if cfg["opt"] == "sgd"
            else jt.optimizers.Adam(cfg["lr"], beta_1=B1, beta_2=B2, epsilon=EPS))
     nl = len(params) // 2
