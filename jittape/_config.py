@@ -1,19 +1,22 @@
-"""Keras 3's config format for jittape's objects: the ``{"module", "class_name", "config",
-"registered_name"}`` records of initializers, regularizers, constraints, activations,
-dtypes and layers, and the ``custom_objects`` scope that resolves user classes in them.
+"""Keras 3's serialized-object records for every family of jittape's objects (layers,
+initializers, regularizers, constraints, activations, losses, metrics, optimizers,
+schedules): ``serialize``, ``deserialize``/``find``, the ``custom_objects`` scope, and
+the dtypes and values inside configs.
 
-A built-in object is written under Keras' module (``"keras.regularizers"``), so that
-Keras reads jittape's configs and jittape reads Keras'. A user class is written under
-its own module, with its class name as ``registered_name``, and is found again through
-``custom_objects`` (as an unregistered class is in Keras). A plain function (a custom
-activation, a regularizer written as a function) is written as Keras writes one:
-``{"module": ..., "class_name": "function", "config": <its name>, "registered_name":
-"function"}``.
+A record is ``{"module", "class_name", "config", "registered_name"}``. A built-in class
+is written under Keras' module (``"keras.regularizers"``), so that Keras reads jittape's
+records and jittape reads Keras'. A user class is written under its own module with its
+class name as ``registered_name``, and is found again through ``custom_objects`` (as an
+unregistered class is in Keras). A function is written as Keras 3 writes one in every
+family: ``{"module": "builtins", "class_name": "function", "config": <its name>,
+"registered_name": "function"}``. Bare names and the plain ``{"class_name", "config"}``
+form are read too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
 import types
 
@@ -44,81 +47,126 @@ def custom_object(name):
     return None
 
 
-def serialize(obj, module: str, builtins: dict):
-    """``obj`` as a Keras record; ``builtins`` maps class names to jittape's own classes,
-    which are written under ``module``."""
+def serialize(obj, module: str, classes: dict, kind: str):
+    """``obj`` (an object with ``get_config`` or a named function) as a Keras record;
+    ``classes`` maps class names to jittape's own classes, which are written under
+    ``module``. ``kind`` names the family in errors ("loss")."""
     if obj is None:
         return None
-    cls = type(obj)
-    if builtins.get(cls.__name__) is cls:
-        return {"module": module, "class_name": cls.__name__, "config": obj.get_config(),
-                "registered_name": None}
     if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
         return serialize_function(obj)
     if not hasattr(obj, "get_config"):
-        raise ValueError(
-            f"Cannot serialize {obj!r}: it is neither one of jittape's built-in objects, a "
-            "named function, nor an object with get_config()")
-    return {"module": cls.__module__, "class_name": cls.__name__, "config": obj.get_config(),
-            "registered_name": cls.__name__}
+        raise ValueError(f"Cannot serialize {obj!r}: a {kind} must be an object with "
+                         "get_config() or a named function")
+    cls = type(obj)
+    builtin = classes.get(cls.__name__) is cls
+    return {"module": module if builtin else cls.__module__, "class_name": cls.__name__,
+            "config": obj.get_config(), "registered_name": None if builtin else cls.__name__}
 
 
 def serialize_function(fn):
-    """A plain function as Keras writes one (found again by its name in custom_objects)."""
-    return {"module": getattr(fn, "__module__", None), "class_name": "function",
-            "config": fn.__name__, "registered_name": "function"}
+    """A function as Keras 3 writes one (found again by its name in custom_objects)."""
+    # "builtins" is the module of the function's type: Keras writes it for every function
+    return {"module": "builtins", "class_name": "function", "config": fn.__name__,
+            "registered_name": "function"}
 
 
-def deserialize(config, kind: str, builtins: dict, custom_objects=None, names=None):
-    """The object a Keras record (or a bare name) describes.
+def find(config: dict, kind: str, classes: dict, functions=None, not_yet=()):
+    """The class (or, with ``functions``, the function) a record's ``registered_name``
+    or ``class_name`` names: your own from the enclosing ``custom_object_scope`` first,
+    then jittape's ``classes`` and ``functions`` (name -> object)."""
+    name = config["class_name"]
+    for key in (config.get("registered_name"), name):
+        if not key:
+            continue
+        obj = custom_object(key)
+        if obj is None:
+            obj = classes.get(key) or (functions or {}).get(key)
+        if obj is not None:
+            return obj
+    if name in not_yet:
+        raise ValueError(f"Could not interpret {kind} identifier: {name!r} (a Keras {kind} "
+                         "jittape does not have yet)")
+    module = config.get("module")
+    where = f" (module {module!r})" if module else ""
+    raise ValueError(
+        f"Could not interpret {kind} identifier: {name!r}{where}: none of jittape's classes "
+        f"({', '.join(sorted(classes))}); pass a class of your own in "
+        f"custom_objects={{{name!r}: {name}}}")
 
-    ``kind`` names the family in errors ("regularizer"); ``builtins`` maps class names
-    to jittape's classes; ``names`` maps further names ("l2", "max_norm") to what makes
-    their default object. User classes and functions come from ``custom_objects`` or an
-    enclosing scope.
+
+def deserialize(config, kind: str, classes: dict, custom_objects=None, names=None,
+                functions=None, named_functions=False, not_yet=()):
+    """The object a bare name or a Keras record describes: a new instance for a class
+    (``from_config`` of the record's ``config``), the function for a function.
+
+    Args:
+        config: a name, a record, or ``None`` (gives ``None``).
+        kind: the family, for errors ("regularizer").
+        classes: class name -> jittape's class, as records name them.
+        custom_objects: name -> your own class or function; these and an enclosing
+            ``custom_object_scope``'s come before jittape's.
+        names: bare names beyond ``classes`` -> what makes their default object
+            (``"l2"``; a class or a function of no arguments).
+        functions: name -> jittape's function, for function records (and for bare
+            names and records' class names when ``named_functions``).
+        not_yet: Keras names jittape lacks (their error says so).
     """
     if config is None:
         return None
-    names = names or {}
+    names, functions = names or {}, functions or {}
+    named = functions if named_functions else {}
     with custom_object_scope(custom_objects):
         if isinstance(config, str):
-            make = names.get(config) or builtins.get(config)
+            obj = custom_object(config)
+            if obj is not None:
+                return obj() if inspect.isclass(obj) else obj
+            make = names.get(config) or classes.get(config)
             if make is not None:
                 return make()
-            obj = custom_object(config)
-            if obj is None:
-                raise ValueError(f"Unknown {kind} {config!r}; known names: "
-                                 f"{', '.join(sorted(set(builtins) | set(names)))}")
-            return obj() if isinstance(obj, type) else obj
+            if config in named:
+                return named[config]
+            known = ", ".join(sorted(set(classes) | set(names) | set(named)))
+            hint = (f" (a Keras {kind} jittape does not have yet)" if config in not_yet else
+                    f"; known names: {known} (or pass your own in custom_objects)")
+            raise ValueError(f"Could not interpret {kind} identifier: {config!r}{hint}")
         if not isinstance(config, dict) or "class_name" not in config:
-            raise ValueError(
-                f"Could not interpret {kind} config {config!r}: expected a name or a dict "
-                "with 'class_name' and 'config'")
-        class_name = config["class_name"]
-        inner = config.get("config", {})
-        if class_name == "function":
-            fn = custom_object(inner)
+            raise ValueError(f"Could not interpret {kind} identifier: {config!r} (expected a "
+                             "name or a dict with 'class_name' and 'config')")
+        name, inner = config["class_name"], config.get("config")
+        if name == "function":  # Keras' form of a function: its name is the config
+            if not isinstance(inner, str):
+                raise ValueError(f"Could not interpret {kind} identifier: {config!r} (a "
+                                 "function's 'config' is its name)")
+            fn = custom_object(inner) or functions.get(inner)
             if fn is None:
                 raise ValueError(
-                    f"Unknown {kind} function {inner!r}: pass it in custom_objects "
-                    f"(custom_objects={{{inner!r}: {inner}}})")
+                    f"Could not interpret {kind} identifier: function {inner!r}: pass it in "
+                    f"custom_objects={{{inner!r}: {inner}}}")
             return fn
-        if class_name == "__lambda__":
+        if name == "__lambda__":
             raise ValueError(
-                f"Cannot deserialize a {kind} written as a lambda: define a named function and "
-                "pass it in custom_objects")
-        registered = config.get("registered_name")
-        cls = (custom_object(registered) if registered else None) or custom_object(class_name)
-        if cls is None:
-            cls = builtins.get(class_name)
-        if cls is None:
-            raise ValueError(
-                f"Unknown {kind} class {class_name!r} (module {config.get('module')!r}): "
-                f"jittape's are {', '.join(sorted(builtins))}; pass a class of your own in "
-                f"custom_objects={{{class_name!r}: {class_name}}}")
+                f"Could not interpret {kind} identifier: a lambda (Keras writes its bytecode): "
+                "define a named function and pass it in custom_objects")
+        obj = find(config, kind, classes, named, not_yet)
+        if not inspect.isclass(obj):
+            return obj
+        if inner is None:
+            inner = {}
         if not isinstance(inner, dict):
-            raise ValueError(f"{kind} {class_name}: 'config' must be a dict, got {inner!r}")
-        return cls.from_config(inner)
+            raise ValueError(f"Could not interpret {kind} identifier: {name}'s 'config' must "
+                             f"be a dict, got {inner!r}")
+        return obj.from_config(inner)
+
+
+def function_from(identifier, functions: dict, kind: str):
+    """A function from itself, its name or its record (a wrapper config's ``fn``)."""
+    if callable(identifier):
+        return identifier
+    fn = deserialize(identifier, kind, {}, functions=functions, named_functions=True)
+    if not callable(fn):
+        raise ValueError(f"Could not interpret {kind} function: {identifier!r}")
+    return fn
 
 
 # ---------------------------------------------------------------------------
@@ -146,6 +194,22 @@ def dtype_from_config(value, who: str):
             f"{who}: the mixed precision policy {value!r} is not supported: jittape layers "
             "compute in the dtype of their weights")
     return as_dtype(value)
+
+
+def init_config(cls, config) -> dict:
+    """``config`` for ``cls(**config)`` (a loss's or a metric's): a Keras DTypePolicy
+    record as its name, and no ``dtype`` where the class's ``__init__`` takes none (a
+    subclass written for Keras, whose loss configs have none)."""
+    config = dict(config)
+    dtype = config.get("dtype")
+    if isinstance(dtype, dict):
+        config["dtype"] = dtype.get("config", {}).get("name", dtype)
+    if "dtype" in config:
+        params = inspect.signature(cls.__init__).parameters
+        if "dtype" not in params and not any(
+                p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            del config["dtype"]
+    return config
 
 
 def to_plain(value):

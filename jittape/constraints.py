@@ -179,7 +179,7 @@ _NAMES = {"max_norm": MaxNorm, "non_neg": NonNeg, "unit_norm": UnitNorm,
 
 def serialize(constraint):
     """A constraint as Keras 3's config record (``None`` stays ``None``)."""
-    return _config.serialize(constraint, "keras.constraints", _CLASSES)
+    return _config.serialize(constraint, "keras.constraints", _CLASSES, "constraint")
 
 
 def deserialize(config, custom_objects=None):

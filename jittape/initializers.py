@@ -359,7 +359,7 @@ def serialize(initializer):
     Example:
         >>> jt.initializers.serialize(jt.initializers.Zeros())["class_name"]  # "Zeros"
     """
-    return _config.serialize(initializer, "keras.initializers", _CLASSES)
+    return _config.serialize(initializer, "keras.initializers", _CLASSES, "initializer")
 
 
 def deserialize(config, custom_objects=None):
@@ -379,7 +379,8 @@ def get(identifier):
         cls = _BY_NAME.get(identifier) or _BY_NAME.get(_snake(identifier))
         if cls is None:
             raise ValueError(
-                f"Unknown initializer {identifier!r}; known names: {', '.join(sorted(_BY_NAME))}"
+                f"Could not interpret initializer identifier: {identifier!r}; known names: "
+                f"{', '.join(sorted(_BY_NAME))}"
             )
         return cls()
     if isinstance(identifier, type) and issubclass(identifier, Initializer):

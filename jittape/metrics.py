@@ -31,7 +31,7 @@ import numbers
 
 import numpy as np
 
-from . import _keras_objects as _objects
+from . import _config
 from . import losses as _losses
 from . import ops as _ops
 from .dtypes import as_dtype
@@ -292,7 +292,7 @@ class Metric(Module):
     @classmethod
     def from_config(cls, config):
         """A new metric (zero state) from ``get_config()``'s dict, or Keras' config."""
-        return cls(**_objects.init_config(cls, config))
+        return cls(**_config.init_config(cls, config))
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r}>"
@@ -379,8 +379,8 @@ class MeanMetricWrapper(Mean):
     def from_config(cls, config):
         config = dict(config)
         if "fn" in config:
-            config["fn"] = _objects.function_from(config["fn"], _FUNCTIONS, "metric")
-        return cls(**_objects.init_config(cls, config))
+            config["fn"] = _config.function_from(config["fn"], _FUNCTIONS, "metric")
+        return cls(**_config.init_config(cls, config))
 
 
 class Accuracy(MeanMetricWrapper):
@@ -783,15 +783,15 @@ def serialize(metric):
 
         jt.metrics.serialize(jt.metrics.AUC(num_thresholds=50))["config"]["num_thresholds"]
     """
-    return _objects.serialize_object(metric, "keras.metrics", _CLASSES, "metric")
+    return _config.serialize(metric, "keras.metrics", _CLASSES, "metric")
 
 
 def deserialize(config, custom_objects=None):
     """The metric a name or a serialized dict stands for (the inverse of ``serialize``; the
     plain ``{"class_name", "config"}`` form works too): a new instance for a class, the
     function for a function's form. ``custom_objects`` maps names to your own classes."""
-    return _objects.deserialize_object(config, _BY_NAME, _FUNCTIONS, custom_objects,
-                                       "metric", _KERAS_ONLY, named_functions=False)
+    return _config.deserialize(config, "metric", _BY_NAME, custom_objects,
+                               functions=_FUNCTIONS, not_yet=_KERAS_ONLY)
 
 
 def get(identifier):

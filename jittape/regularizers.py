@@ -193,7 +193,7 @@ _NAMES = {
 
 def serialize(regularizer):
     """A regularizer as Keras 3's config record (``None`` stays ``None``)."""
-    return _config.serialize(regularizer, "keras.regularizers", _CLASSES)
+    return _config.serialize(regularizer, "keras.regularizers", _CLASSES, "regularizer")
 
 
 def deserialize(config, custom_objects=None):

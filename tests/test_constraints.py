@@ -104,7 +104,7 @@ def test_get_objects_classes_functions_and_records():
 
 
 @pytest.mark.parametrize("make, match", [
-    (lambda: C.get("nope"), r"Unknown constraint 'nope'"),
+    (lambda: C.get("nope"), r"Could not interpret constraint identifier: 'nope'; known"),
     (lambda: C.get(2.0), r"Could not interpret constraint identifier: 2.0"),
     (lambda: C.MaxNorm(-1.0), r"MaxNorm: invalid value for argument `max_value`.*max_value=-1.0"),
     (lambda: C.MaxNorm(axis="rows"), r"MaxNorm: invalid value for argument `axis`.*'rows'"),

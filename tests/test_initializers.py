@@ -84,7 +84,7 @@ def test_lookup_by_name_class_and_callable():
     fn = lambda shape, dtype="float32": np.full(shape, 3.0)
     assert I.get(fn) is fn
     assert I.get(None) is None
-    with pytest.raises(ValueError, match="Unknown initializer 'glorot'.*glorot_uniform"):
+    with pytest.raises(ValueError, match="Could not interpret initializer identifier: 'glorot'.*glorot_uniform"):
         I.get("glorot")
     with pytest.raises(TypeError):
         I.get(3)

@@ -196,7 +196,7 @@ def test_custom_schedule_serializes_with_custom_objects():
 
     d = S.serialize(Halving(0.8))
     assert d["class_name"] == "Halving"
-    with pytest.raises(ValueError, match="Unknown learning rate schedule 'Halving'"):
+    with pytest.raises(ValueError, match="learning rate schedule identifier: 'Halving'.*custom_objects"):
         S.deserialize(d)
     back = S.deserialize(d, custom_objects={"Halving": Halving})
     assert float(back(2)) == pytest.approx(0.2)

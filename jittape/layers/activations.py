@@ -85,7 +85,7 @@ def get_activation(identifier):
     if identifier is None:
         return _linear
     if isinstance(identifier, dict):
-        return _config.deserialize(identifier, "activation", {})
+        return _config.deserialize(identifier, "activation", {}, functions=ACTIVATIONS)
     if isinstance(identifier, str):
         fn = ACTIVATIONS.get(identifier)
         if fn is None:

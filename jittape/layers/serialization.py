@@ -24,13 +24,8 @@ def serialize(layer) -> dict:
     """
     if not isinstance(layer, Layer):
         raise TypeError(f"serialize: expected a jt.layers.Layer, got {type(layer).__name__}")
-    cls = type(layer)
-    if _LAYER_CLASSES.get(cls.__name__) is cls:
-        module, registered = _KERAS_MODULE.get(cls.__name__, "keras.layers"), None
-    else:
-        module, registered = cls.__module__, cls.__name__
-    record = {"module": module, "class_name": cls.__name__, "config": layer.get_config(),
-              "registered_name": registered}
+    module = _KERAS_MODULE.get(type(layer).__name__, "keras.layers")
+    record = _config.serialize(layer, module, _LAYER_CLASSES, "layer")
     build = layer.get_build_config()
     if build is not None:
         record["build_config"] = build
@@ -49,14 +44,7 @@ def deserialize(config, custom_objects=None):
         raise ValueError(
             f"deserialize: expected a layer record with 'class_name' and 'config', got {config!r}")
     with _config.custom_object_scope(custom_objects):
-        name, registered = config["class_name"], config.get("registered_name")
-        cls = ((_config.custom_object(registered) if registered else None)
-               or _config.custom_object(name) or _LAYER_CLASSES.get(name))
-        if cls is None:
-            raise ValueError(
-                f"Unknown layer class {name!r} (module {config.get('module')!r}): jittape's are "
-                f"{', '.join(sorted(_LAYER_CLASSES))}; pass a class of your own in "
-                f"custom_objects={{{name!r}: {name}}}")
+        cls = _config.find(config, "layer", _LAYER_CLASSES)
         layer = cls.from_config(config.get("config", {}))
         if config.get("build_config"):
             layer.build_from_config(config["build_config"])

@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from .. import _keras_objects as _objects
+from .. import _config
 from .. import ops as _ops
 from ..dtypes import as_dtype
 from ..errors import InvalidArgumentError
@@ -375,7 +375,7 @@ class Loss:
     @classmethod
     def from_config(cls, config):
         """A loss from ``get_config()``'s dict (Keras' configs too)."""
-        return cls(**_objects.init_config(cls, config))
+        return cls(**_config.init_config(cls, config))
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r} reduction={self.reduction!r}>"

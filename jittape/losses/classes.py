@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from .. import _keras_objects as _objects
+from .. import _config
 from .base import Loss, _check_axis, _keras_ranks, _number, _pred, _true_like
 from .hinges import categorical_hinge, hinge, squared_hinge
 from .probabilistic import (
@@ -54,8 +54,8 @@ class LossFunctionWrapper(Loss):
     def from_config(cls, config):
         config = dict(config)
         if "fn" in config:
-            config["fn"] = _objects.function_from(config["fn"], _NAMES_TO_FUNCTIONS, "loss")
-        return cls(**_objects.init_config(cls, config))
+            config["fn"] = _config.function_from(config["fn"], _NAMES_TO_FUNCTIONS, "loss")
+        return cls(**_config.init_config(cls, config))
 
     def __repr__(self):
         return (f"<{type(self).__name__} name={self.name!r} reduction={self.reduction!r}"
@@ -303,7 +303,7 @@ def serialize(loss):
 
         jt.losses.serialize(jt.losses.Huber(delta=2.0))["config"]["delta"]  # 2.0
     """
-    return _objects.serialize_object(loss, _MODULE, _CLASSES, "loss")
+    return _config.serialize(loss, _MODULE, _CLASSES, "loss")
 
 
 def deserialize(name, custom_objects=None):
@@ -311,8 +311,9 @@ def deserialize(name, custom_objects=None):
     plain ``{"class_name", "config"}`` form works too): an instance for a class, the
     function for a function. ``custom_objects`` maps names to your own classes or
     functions."""
-    return _objects.deserialize_object(name, _CLASSES, _NAMES_TO_FUNCTIONS, custom_objects,
-                                       "loss", _KERAS_ONLY)
+    return _config.deserialize(name, "loss", _CLASSES, custom_objects,
+                               functions=_NAMES_TO_FUNCTIONS, named_functions=True,
+                               not_yet=_KERAS_ONLY)
 
 
 def get(identifier):

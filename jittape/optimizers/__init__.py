@@ -32,6 +32,7 @@ One ``apply_gradients`` call, in Keras 3's order:
 
 from __future__ import annotations
 
+from .. import _config
 from . import schedules  # noqa: F401
 from .adam import Adam, Adamax, AdamW, Nadam
 from .adaptive import Adadelta, Adagrad, Ftrl, RMSprop
@@ -44,6 +45,17 @@ __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"
 
 _BY_NAME = {cls.__name__.lower(): cls for cls in (
     SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, Nadam, Ftrl, Lion)}
+_CLASSES = {cls.__name__: cls for cls in _BY_NAME.values()}
+
+
+class _AnyCase(dict):
+    """Built-in optimizers by class name in any case ("adam", "Adam"), as Keras reads them."""
+
+    def get(self, key, default=None):
+        return super().get(str(key).lower(), default)
+
+
+_ANY_CASE = _AnyCase(_BY_NAME)
 
 
 def serialize(optimizer) -> dict:
@@ -58,11 +70,7 @@ def serialize(optimizer) -> dict:
     if not isinstance(optimizer, Optimizer):
         raise TypeError(f"serialize: expected a jt.optimizers.Optimizer, got "
                         f"{type(optimizer).__name__}")
-    cls = type(optimizer)
-    builtin = _BY_NAME.get(cls.__name__.lower()) is cls
-    return {"module": "keras.optimizers" if builtin else cls.__module__,
-            "class_name": cls.__name__, "config": optimizer.get_config(),
-            "registered_name": None if builtin else cls.__name__}
+    return _config.serialize(optimizer, "keras.optimizers", _CLASSES, "optimizer")
 
 
 def deserialize(config, custom_objects=None):
@@ -72,13 +80,8 @@ def deserialize(config, custom_objects=None):
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"deserialize: expected a dict with 'class_name' and 'config', got "
                          f"{config!r}")
-    name = config["class_name"]
-    custom = dict(custom_objects or {})
-    cls = custom.get(name) or _BY_NAME.get(str(name).lower()) or custom.get(
-        config.get("registered_name") or "")
-    if cls is None:
-        raise ValueError(f"Could not interpret optimizer identifier: {name!r}; known "
-                         f"optimizers: {', '.join(sorted(_BY_NAME))}")
+    with _config.custom_object_scope(custom_objects):
+        cls = _config.find(config, "optimizer", _ANY_CASE)
     return cls.from_config(dict(config.get("config") or {}), custom_objects=custom_objects)
 
 

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .. import _config
 from .. import ops as _ops
 from ..tensor import Tensor, Variable, convert_to_tensor
 
@@ -342,11 +343,8 @@ def serialize(learning_rate_schedule) -> dict:
     if not isinstance(learning_rate_schedule, LearningRateSchedule):
         raise TypeError(f"serialize: expected a LearningRateSchedule, got "
                         f"{type(learning_rate_schedule).__name__}")
-    cls = type(learning_rate_schedule)
-    builtin = _BY_NAME.get(cls.__name__) is cls
-    return {"module": "keras.optimizers.schedules" if builtin else cls.__module__,
-            "class_name": cls.__name__, "config": learning_rate_schedule.get_config(),
-            "registered_name": None if builtin else cls.__name__}
+    return _config.serialize(learning_rate_schedule, "keras.optimizers.schedules", _BY_NAME,
+                             "learning rate schedule")
 
 
 def deserialize(config, custom_objects=None):
@@ -355,10 +353,6 @@ def deserialize(config, custom_objects=None):
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"deserialize: expected a dict with 'class_name' and 'config', got "
                          f"{config!r}")
-    name = config["class_name"]
-    known = {**_BY_NAME, **(custom_objects or {})}
-    cls = known.get(name) or known.get(config.get("registered_name") or "")
-    if cls is None:
-        raise ValueError(f"Unknown learning rate schedule {name!r}; known: "
-                         f"{', '.join(sorted(known))} (pass yours in custom_objects)")
+    with _config.custom_object_scope(custom_objects):
+        cls = _config.find(config, "learning rate schedule", _BY_NAME)
     return cls.from_config(dict(config.get("config", {})))
