@@ -21,7 +21,7 @@ import os
 import tempfile
 import zipfile
 
-from . import nest
+from . import _config, nest
 from .keras_tensor import KerasTensor
 
 __all__ = ["functional_config", "functional_from_config", "clone_model", "save_model",
@@ -368,27 +368,8 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
         compile_config = record.pop("compile_config", None)
         model = deserialize(record, custom_objects=custom_objects)
         if compile and compile_config:
-            from . import losses as _losses
-            from . import metrics as _metrics
-            from . import optimizers as _optimizers
-
-            def resolve(v, get):
-                if isinstance(v, dict) and "class_name" in v:
-                    return get(v)
-                if isinstance(v, dict):
-                    return {k: resolve(x, get) for k, x in v.items()}
-                if isinstance(v, list):
-                    return [resolve(x, get) for x in v]
-                return v
-
-            model.compile(
-                optimizer=_optimizers.deserialize(compile_config["optimizer"]),
-                loss=resolve(compile_config.get("loss"), _losses.get),
-                loss_weights=compile_config.get("loss_weights"),
-                metrics=resolve(compile_config.get("metrics"), _metrics.get),
-                weighted_metrics=resolve(compile_config.get("weighted_metrics"), _metrics.get),
-                run_eagerly=compile_config.get("run_eagerly", False),
-                steps_per_execution=compile_config.get("steps_per_execution", 1))
+            with _config.custom_object_scope(custom_objects):  # the user's losses, metrics
+                _recompile(model, compile_config)
         with tempfile.TemporaryDirectory(prefix="jt-load-") as tmp:
             path = os.path.join(tmp, "model.weights.h5")
             with open(path, "wb") as f:
@@ -403,3 +384,28 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
                     opt.build(model.trainable_variables)
             load_weights(model, path)
     return model
+
+
+def _recompile(model, compile_config):
+    """``model.compile`` again from a saved ``compile_config``."""
+    from . import losses as _losses
+    from . import metrics as _metrics
+    from . import optimizers as _optimizers
+
+    def resolve(v, get):
+        if isinstance(v, dict) and "class_name" in v:
+            return get(v)
+        if isinstance(v, dict):
+            return {k: resolve(x, get) for k, x in v.items()}
+        if isinstance(v, list):
+            return [resolve(x, get) for x in v]
+        return v
+
+    model.compile(
+        optimizer=_optimizers.deserialize(compile_config["optimizer"]),
+        loss=resolve(compile_config.get("loss"), _losses.get),
+        loss_weights=compile_config.get("loss_weights"),
+        metrics=resolve(compile_config.get("metrics"), _metrics.get),
+        weighted_metrics=resolve(compile_config.get("weighted_metrics"), _metrics.get),
+        run_eagerly=compile_config.get("run_eagerly", False),
+        steps_per_execution=compile_config.get("steps_per_execution", 1))

@@ -142,3 +142,18 @@ def test_a_failed_save_keeps_the_previous_archive(tmp_path, monkeypatch):
         seq.save(path)
     assert path.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["s.keras"]
+
+
+def test_load_model_finds_a_custom_loss_in_custom_objects(tmp_path):
+    def scaled_mse(y_true, y_pred):
+        return 2.0 * jt.reduce_mean(jt.square(y_true - y_pred), axis=-1)
+
+    seq = K.Sequential([K.Input(shape=(4,)), L.Dense(1)])
+    seq.compile("sgd", loss=scaled_mse)
+    seq.save(tmp_path / "c.keras")
+    with pytest.raises(ValueError, match="scaled_mse"):
+        K.models.load_model(tmp_path / "c.keras")
+    loaded = K.models.load_model(tmp_path / "c.keras", custom_objects={"scaled_mse": scaled_mse})
+    y = RNG.random((6, 1)).astype(np.float32)
+    np.testing.assert_allclose(loaded.evaluate(XA, y, verbose=0),
+                               2 * ((seq.predict(XA, verbose=0) - y) ** 2).mean(), rtol=1e-5)
