@@ -688,13 +688,15 @@ class Trainer:
                 if hooks:
                     cbs.on_train_batch_begin(step)
                 out = train(*batch) if spread else train(batch)
-                logs = _BatchLogs(self.get_metrics_result if out is None else out)
                 if hooks:
+                    logs = _BatchLogs(self.get_metrics_result if out is None else out)
                     cbs.on_train_batch_end(step, logs)
                     if sys.getrefcount(logs) > 2:  # a callback kept the logs: fix them
                         logs._fill()
                 if self.stop_training:
                     break
+            if train is not None and not hooks:
+                logs = _BatchLogs(self.get_metrics_result if out is None else out)
             if train is None:
                 raise ValueError("fit: the training data is empty (no batch was produced)")
             epoch_logs = self._epoch_logs(logs)
