@@ -67,7 +67,29 @@ def _positive_steps(cls, arg, value):
     return value
 
 
-class ExponentialDecay(LearningRateSchedule):
+class _TimeDecay(LearningRateSchedule):
+    """What ExponentialDecay and InverseTimeDecay share: their arguments, their config,
+    and the progress ``step / decay_steps`` (floored with ``staircase``)."""
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
+                 name=None):
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = _positive_steps(type(self).__name__, "decay_steps", decay_steps)
+        self.decay_rate = decay_rate
+        self.staircase = bool(staircase)
+        self.name = name or type(self).__name__
+
+    def _progress(self, step):
+        p = _step_float(step) / _c(self.decay_steps)
+        return _ops.floor(p) if self.staircase else p
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
+                "staircase": self.staircase, "name": self.name}
+
+
+class ExponentialDecay(_TimeDecay):
     """``initial_learning_rate * decay_rate ** (step / decay_steps)``, in float32.
 
     With ``staircase=True`` the exponent is ``floor(step / decay_steps)``, so the rate
@@ -79,24 +101,10 @@ class ExponentialDecay(LearningRateSchedule):
         opt = jt.optimizers.SGD(lr)
     """
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name="ExponentialDecay"):
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = _positive_steps("ExponentialDecay", "decay_steps", decay_steps)
-        self.decay_rate = decay_rate
-        self.staircase = bool(staircase)
-        self.name = name
-
     def __call__(self, step):
-        p = _step_float(step) / _c(self.decay_steps)
-        if self.staircase:
-            p = _ops.floor(p)
+        p = self._progress(step)
         return _c(self.initial_learning_rate) * _ops.pow(_c(self.decay_rate), p)
 
-    def get_config(self):
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -191,7 +199,7 @@ class PolynomialDecay(LearningRateSchedule):
                 "power": self.power, "cycle": self.cycle, "name": self.name}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_TimeDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``, in float32;
     with ``staircase=True``, ``step / decay_steps`` is floored.
 
@@ -200,24 +208,10 @@ class InverseTimeDecay(LearningRateSchedule):
         lr = jt.optimizers.schedules.InverseTimeDecay(0.1, decay_steps=1.0, decay_rate=0.5)
     """
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name="InverseTimeDecay"):
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = _positive_steps("InverseTimeDecay", "decay_steps", decay_steps)
-        self.decay_rate = decay_rate
-        self.staircase = bool(staircase)
-        self.name = name
-
     def __call__(self, step):
-        p = _step_float(step) / _c(self.decay_steps)
-        if self.staircase:
-            p = _ops.floor(p)
+        p = self._progress(step)
         return _c(self.initial_learning_rate) / (_c(1.0) + _c(self.decay_rate) * p)
 
-    def get_config(self):
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
 
 
 def _cosine(fraction, alpha):
