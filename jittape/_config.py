@@ -229,3 +229,13 @@ def from_plain(value):
         c = value["config"]
         return np.asarray(c["value"], dtype=c.get("dtype"))
     return value
+
+
+def config_repr(obj) -> str:
+    """``ClassName(arg=value, ...)`` from ``obj.get_config()`` (no arguments when the
+    class has no config): the repr of the configurable Keras objects."""
+    try:
+        args = ", ".join(f"{k}={v!r}" for k, v in obj.get_config().items())
+    except NotImplementedError:
+        args = ""
+    return f"{type(obj).__name__}({args})"

@@ -86,8 +86,7 @@ class Constraint:
         return cls(**config)
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
-        return f"{type(self).__name__}({args})"
+        return _config.config_repr(self)
 
 
 class MaxNorm(Constraint):

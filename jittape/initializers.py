@@ -89,8 +89,7 @@ class Initializer:
         return cls(**{k: _config.from_plain(v) for k, v in config.items()})
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
-        return f"{type(self).__name__}({args})"
+        return _config.config_repr(self)
 
 
 class _Seeded(Initializer):

@@ -125,7 +125,6 @@ class KerasTensor:
     def __getitem__(self, key):
         return self._op("get_item", lambda a: a[key])
 
-    __hash__ = object.__hash__
 
 
 def is_symbolic(inputs, args=(), kwargs=None) -> bool:

@@ -68,11 +68,7 @@ class Regularizer:
         return cls(**config)
 
     def __repr__(self):
-        try:
-            args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
-        except NotImplementedError:
-            args = ""
-        return f"{type(self).__name__}({args})"
+        return _config.config_repr(self)
 
 
 class L1(Regularizer):

@@ -42,11 +42,7 @@ class LearningRateSchedule:
         return cls(**config)
 
     def __repr__(self):
-        try:
-            args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
-        except NotImplementedError:
-            args = ""
-        return f"{type(self).__name__}({args})"
+        return _config.config_repr(self)
 
 
 def _step_float(step) -> Tensor:
