@@ -39,6 +39,7 @@ from . import math  # noqa: F401
 from . import image, linalg  # noqa: F401
 from . import random, initializers, layers, optimizers, losses, train  # noqa: F401
 from . import constraints, regularizers  # noqa: F401
+from . import distributed  # noqa: F401
 from .module import Module, name_scope  # noqa: F401
 from . import metrics  # noqa: F401
 from .layers import Sequential  # noqa: F401

@@ -138,7 +138,7 @@ def structure_key(nodes, targets, seeds, source_ids, values):
 
     items = []
     for n in reversed(path):
-        if not n.op.pure:
+        if not n.op.pure and not n.op.effect:
             return None, None
         in_types = tuple(_input_key(values.get(i)) for i in n.inputs)
         items.append((n.op.name, n.attrs, n.types, in_types,

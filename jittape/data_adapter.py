@@ -145,6 +145,16 @@ class _Arrays:
         batches = max(1, math.ceil(self.n / self.batch_size)) if self.n else 0
         self.steps = batches if steps is None else min(int(steps), batches)
         self._rng = None
+        self._shard = None  # (rank, ranks): this rank's share of each batch
+
+    def shard_over(self, rank: int, ranks: int, seed: int) -> None:
+        """Each batch becomes this rank's interleaved share of it (samples ``rank,
+        rank + ranks, ...``), in one shuffle order for all ranks (``seed``); a last
+        batch with fewer samples than ranks is dropped (a rank would have none)."""
+        self._shard = (int(rank), int(ranks))
+        self._rng = np.random.default_rng(int(seed))
+        if self.steps and self.n - (self.steps - 1) * self.batch_size < ranks:
+            self.steps -= 1
 
     def _order(self):
         if not self.shuffle or self.n <= 1:
@@ -171,6 +181,9 @@ class _Arrays:
         for i in range(self.steps):
             lo, hi = i * self.batch_size, min((i + 1) * self.batch_size, self.n)
             idx = slice(lo, hi) if order is None else order[lo:hi]
+            if self._shard is not None:
+                r, k = self._shard
+                idx = slice(lo + r, hi, k) if order is None else idx[r::k]
             cut = [convert_to_tensor(a[idx]) for a in leaves]
             yield tuple(cut) if plain else tuple(nest.pack_sequence_as(list(parts), cut))
 
@@ -188,6 +201,14 @@ class _Iterable:
             except (TypeError, ValueError):
                 pass
         self._it = None
+        self._agree = None  # the world, when the ranks agree at each step (unknown length)
+
+    def shard_over(self, rank: int, ranks: int, world) -> None:
+        from .distributed.keras import shard_iterable
+
+        self.data, self.steps, self._agree = shard_iterable(self.data, self.steps, rank,
+                                                            ranks, world)
+        self._it = None
 
     def epoch(self, epoch):
         from .trainer import unpack_x_y_sample_weight
@@ -200,11 +221,20 @@ class _Iterable:
             try:
                 element = next(self._it)
             except StopIteration:
+                if self._agree is not None:
+                    from .distributed.keras import all_have
+
+                    all_have(self._agree, False)  # the others stop at this step too
                 if restartable or count:
                     return
                 raise ValueError(f"{self.what}: the data iterator is exhausted (a generator "
                                  "can be consumed once; pass steps_per_epoch and a generator "
                                  "that loops, or a jt.data.Dataset)") from None
+            if self._agree is not None:
+                from .distributed.keras import all_have
+
+                if not all_have(self._agree, True):
+                    return  # another rank's data ended: every rank stops here
             x, y, sw = unpack_x_y_sample_weight(element)
             if self.class_weight is not None and y is not None:
                 cw = _class_weights(y.numpy() if isinstance(y, Tensor) else y,

@@ -42,6 +42,7 @@ import passes
 from . import _state, backends, nest
 from . import printing as _printing
 from . import profiler as _profiler
+from .ops import collective as _collective
 from . import config as _config
 from .config import _flags
 from .dtypes import as_dtype
@@ -674,6 +675,7 @@ class ConcreteFunction:
         self.created: list = []
         self.draws: list = []
         self.prints: list = []  # jt.print calls, see printing.run_prints
+        self.collectives: tuple = ()  # allreduce/broadcast nodes: a step across ranks
         self.input_structure = ((), {})  # (args, kwargs), TensorSpecs for the tensors
         # symbolic sizes: (argument leaf, dim, Dim) per symbolic size of an argument,
         # and the root symbols in order (a binding is their sizes); None: all known
@@ -866,6 +868,11 @@ class ConcreteFunction:
         return self._run(leaves)
 
     def _run(self, leaves):
+        if self.collectives:  # every rank checks the layout once, then a guarded step
+            return _collective.WORLD[0].run_step(self, self._run_step, leaves)
+        return self._run_step(leaves)
+
+    def _run_step(self, leaves):
         spec = self.spec if self.symbols_at is None else self.spec_for(leaves)
         arrays = self._arrays(leaves, spec)
         prog = spec.program
@@ -1552,6 +1559,7 @@ class Function:
         traced_graph = tracer.builder.build(out_ids)
         cf.traced = traced_graph
         cf.prints = prints
+        cf.collectives = tuple(n for n in traced_graph.nodes if n.op.name in _collective.NAMES)
         cf._source = dict(tracer.sources)
         cf.out_plan = out_plan
         cf.out_structure = out_structure

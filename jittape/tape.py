@@ -232,7 +232,7 @@ class GradientTape:
             self._escapes.append((t._id, how, user_frame(2)))
 
     def _add(self, op, attrs, in_ids, outs, ins):
-        if not op.pure:
+        if not op.pure and not op.effect:  # a collective (effect) has a fixed VJP rule
             self._impure = True
         types = tuple(o._type for o in outs)
         out_ids = tuple(o._id for o in outs)

@@ -388,8 +388,13 @@ class Trainer:
                 "Expected `loss_weights` argument to be a float (single output case) or a "
                 f"list, tuple, or dict (multiple output case). Received instead: "
                 f"loss_weights={loss_weights!r} of type {type(loss_weights)}")
+        from .distributed.keras import active as _active_strategy
+
         d = self.__dict__
         d["optimizer"] = _optimizers.get(optimizer)
+        strategy = d["_distribute"] = _active_strategy()  # jt.distributed.DataParallel
+        if strategy is not None:
+            d["optimizer"] = strategy.wrap_optimizer(d["optimizer"])
         d["loss"] = loss
         d["_compile_loss"] = None if loss is None else _CompileLoss(self, loss, loss_weights)
         d["_compile_metrics"] = (None if metrics is None and weighted_metrics is None
@@ -401,6 +406,11 @@ class Trainer:
         d["_steps"] = {}
         d["_prepared"] = {}
         d["compiled"] = True
+
+    @property
+    def distribute_strategy(self):
+        """The ``jt.distributed.DataParallel`` this model was compiled under, or None."""
+        return self.__dict__.get("_distribute")
 
     @property
     def run_eagerly(self):
@@ -660,13 +670,20 @@ class Trainer:
                 x, y, sample_weight, validation_split)
         data = make_adapter(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle,
                             class_weight=class_weight, steps=steps_per_epoch, what="fit")
+        strategy = self.__dict__.get("_distribute")
+        if strategy is not None:
+            data = strategy.shard(data, "fit")
         val = None
         if validation_data is not None:
             vx, vy, vsw = unpack_x_y_sample_weight(validation_data) if isinstance(
                 validation_data, (tuple, list)) else (validation_data, None, None)
             val = make_adapter(vx, vy, vsw, batch_size=validation_batch_size or batch_size,
                                shuffle=False, steps=validation_steps, what="validation_data")
+            if strategy is not None:
+                val = strategy.shard(val, "validation_data")
         verbose = 1 if verbose == "auto" else int(verbose)
+        if strategy is not None:
+            verbose, callbacks = strategy.verbose(verbose), strategy.callbacks(callbacks)
         cbs = _callback_list(self, callbacks, add_history=True, verbose=verbose,
                              epochs=epochs, steps=data.steps)
         self.stop_training = False
@@ -683,6 +700,8 @@ class Trainer:
             for step, batch in enumerate(data.epoch(epoch)):
                 if train is None:
                     self._prepare(batch, training=True)
+                    if strategy is not None:
+                        strategy.start(self)  # rank 0's weights and optimizer state
                     train = self._step("train")
                     spread = self.__dict__["_quiet_steps"]["train"]
                 if hooks:
@@ -699,6 +718,8 @@ class Trainer:
                 logs = _BatchLogs(self.get_metrics_result if out is None else out)
             if train is None:
                 raise ValueError("fit: the training data is empty (no batch was produced)")
+            if strategy is not None:
+                strategy.sum_metrics(self)  # the job's loss and metrics, on every rank
             epoch_logs = self._epoch_logs(logs)
             if val is not None and _validates(epoch, validation_freq):
                 val_logs = self._evaluate_adapter(val, cbs=None)
@@ -737,6 +758,9 @@ class Trainer:
                     logs._fill()
         if test is None:
             raise ValueError("evaluate: the data is empty (no batch was produced)")
+        strategy = self.__dict__.get("_distribute")
+        if strategy is not None:
+            strategy.sum_metrics(self)
         return self._epoch_logs(logs)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
@@ -748,6 +772,10 @@ class Trainer:
         self._assert_compiled("evaluate")
         data = make_adapter(x, y, sample_weight, batch_size=batch_size, shuffle=False,
                             steps=steps, what="evaluate")
+        strategy = self.__dict__.get("_distribute")
+        if strategy is not None:
+            data = strategy.shard(data, "evaluate")
+            verbose, callbacks = strategy.verbose(verbose), strategy.callbacks(callbacks)
         verbose = 1 if verbose == "auto" else int(verbose)
         cbs = _callback_list(self, callbacks, add_history=False, verbose=verbose, epochs=1,
                              steps=data.steps)

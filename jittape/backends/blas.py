@@ -98,9 +98,24 @@ def set_kernel_threads(n: int) -> None:
         _kernel[1] = n
 
 
+_CAP: list = [0]  # threads per process, 0: no cap (see cap_threads)
+
+
 def cpu_count() -> int:
-    """The threads OpenBLAS starts with: the CPUs this process may use."""
+    """The threads compiled code may use: the CPUs this process may use (what OpenBLAS
+    starts with), or fewer under :func:`cap_threads`."""
     try:
-        return len(os.sched_getaffinity(0))
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        n = os.cpu_count() or 1
+    return min(n, _CAP[0]) if _CAP[0] > 0 else n
+
+
+def cap_threads(n: int) -> None:
+    """At most ``n`` threads for this process's compiled loops and BLAS calls (several
+    ranks of a job on one machine share its cores: ``jittape.distributed.init``)."""
+    import numba
+
+    _CAP[0] = max(1, int(n))
+    numba.set_num_threads(min(_CAP[0], numba.config.NUMBA_NUM_THREADS))
+    set_kernel_threads(cpu_count())

@@ -66,6 +66,9 @@ _OP_RULES = {
     "cumsum": "op_cumsum",
     "cumprod": "op_cumprod",
     "argsort": "op_argsort",
+    # collectives: MPI_Allreduce / MPI_Bcast called from the kernel, GIL released
+    "allreduce": "op_allreduce",
+    "broadcast": "op_broadcast",
     # linear algebra: a loop over the batch calling Numba's np.linalg (LAPACK)
     "matrix_inverse": "op_matrix_inverse",
     "matrix_determinant": "op_matrix_determinant",
@@ -304,7 +307,7 @@ class Program(_runtime.Executable):
 
         rest = self._rest(args, slots, outs)
         if _THREADS_ENV:
-            n = max(1, min(_THREADS_ENV, numba.config.NUMBA_NUM_THREADS))
+            n = max(1, min(_THREADS_ENV, numba.config.NUMBA_NUM_THREADS, blas.cpu_count()))
             if n == 1 or self.entry_par is None:
                 self._run_fn("entry", rest)
             else:
@@ -317,7 +320,7 @@ class Program(_runtime.Executable):
         if self.choice is not None:
             self._run_way(self.choice, rest)
             return
-        most = numba.config.NUMBA_NUM_THREADS
+        most = min(numba.config.NUMBA_NUM_THREADS, blas.cpu_count())
         if self.entry_par is not None and not self.par_ready:
             if self.calls <= PARALLEL_AFTER or self.par_thread is not None:
                 # a program that runs only a few times never pays for compiling its

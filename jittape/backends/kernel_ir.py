@@ -181,7 +181,8 @@ class Kernel:
     computes, as ``explain()`` lists it), ``body``. ``threaded``: it has a parallel loop
     that is worth threads (its work is large), so the dialect writes a threaded variant
     beside the serial one. ``fastmath``: None for the kernels' default flags, False for
-    none."""
+    none. ``imports``: ``(module, alias)`` of modules its body calls besides the
+    dialect's own (the collectives' intrinsics)."""
 
     name: str
     params: tuple
@@ -189,6 +190,7 @@ class Kernel:
     body: tuple
     threaded: bool = False
     fastmath: bool | None = None
+    imports: tuple = ()
 
 
 @dataclass

@@ -168,7 +168,8 @@ def kernel_source(k, threaded: bool) -> str:
 def kernel_module(k, vm_version: str) -> str:
     """A kernel's own module: nothing in it names the graph or the kernel's number."""
     head = [f"# jittape kernel module: {k.comment}",
-            f"# generator {GENERATOR_VERSION}, vector math {vm_version}", *KERNEL_HEAD, ""]
+            f"# generator {GENERATOR_VERSION}, vector math {vm_version}", *KERNEL_HEAD,
+            *(f"import {m} as {a}  # noqa: F401" for m, a in k.imports), ""]
     block = kernel_source(k, False)
     if k.threaded:
         block += "\n" + kernel_source(k, True)

@@ -269,7 +269,7 @@ class Scheduler(FusedKernels, OpKernels):
 
     # -- kernels ---------------------------------------------------------------
     def kernel(self, desc, args: list, body: list, threaded: bool,
-               fastmath: bool | None = None, comment=None):
+               fastmath: bool | None = None, comment=None, imports: tuple = ()):
         """Add one kernel and its call from the entry. ``desc(tstr)`` describes it with
         types printed by ``tstr``: concretely for ``explain()``, with the kernel's names
         for its sizes as its comment (unless ``comment`` is given).
@@ -291,11 +291,12 @@ class Scheduler(FusedKernels, OpKernels):
             finally:
                 scope.frozen = False
         call_args = tuple([a for _, a in args] + dims)
-        proto = Kernel("", params, comment, body, threaded, fastmath)
+        proto = Kernel("", params, comment, body, threaded, fastmath, imports)
         name = self.kernel_names.get(proto)
         if name is None:
             name = self.kernel_names[proto] = f"k{len(self.mod.kernels)}"
-            self.mod.kernels.append(Kernel(name, params, comment, body, threaded, fastmath))
+            self.mod.kernels.append(
+                Kernel(name, params, comment, body, threaded, fastmath, imports))
         saved, _KERNEL[0] = _KERNEL[0], None
         try:
             self.kinfo.append((name, desc(_tstr)))

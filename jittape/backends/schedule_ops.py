@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import decode_index
+from . import collective
 from .emit import literal
 from .kernel_ir import Fill, If, Let, Load, Loop, Raise, Store, Update, View
 from .kernel_names import _d, _dprod, _nest, fmt_key
@@ -170,6 +171,44 @@ class OpKernels:
         self.kernel(lambda ts: f"check_numerics of {ts(t.shape, t.dtype)}",
                     [("a0", self.val[x].var)], body, False, False)
         self.val[o] = self.val[x]
+
+    # -- collectives: the MPI library called from the kernel (backends/collective.py) --
+    def _collective(self, n, what, body_fn):
+        (x,), o = n.inputs, n.outputs[0]
+        t = self.types[x]
+        k = len(self.consts)
+        self.consts.append(collective.table(t.dtype))  # filled by distributed.init
+        d = self.dest(o)
+        size = _dprod(t.shape)
+        body = [View("a", "a0", "reshape", (size,)), View("r", "r0", "reshape", (size,)),
+                *body_fn(size)]
+        self.kernel(lambda ts: f"{what} of {ts(t.shape, t.dtype)}",
+                    [("a0", self.contiguous(x)), ("r0", d), ("h0", f"c{k}")], body, False,
+                    False, imports=(("jittape.backends.collective", "_coll"),))
+
+    def op_allreduce(self, n):
+        average = bool(dict(n.attrs)["average"])
+        err = (Raise("allreduce: the MPI library returned an error"),)
+
+        def body(size):
+            out = [
+                If("h0[0] == 0", (Store("r", (":",), "a"),)),  # one process: the value
+                If("h0[0] != 0", (Let("rc", "_coll.allreduce(h0, a, r)"), If("rc != 0", err))),
+            ]
+            if average:
+                out.append(If("h0[4] > 1", (Loop("j", size, (
+                    Store("r", ("j",), "r[j] / h0[4]"),)),)))
+            return out
+
+        self._collective(n, "mean allreduce" if average else "sum allreduce", body)
+
+    def op_broadcast(self, n):
+        root = int(dict(n.attrs)["root"])
+        err = (Raise("broadcast: the MPI library returned an error"),)
+        self._collective(n, f"broadcast from rank {root}", lambda size: [
+            Store("r", (":",), "a"),
+            If("h0[5] != 0", (Let("rc", f"_coll.bcast(h0, r, {root})"), If("rc != 0", err))),
+        ])
 
     def op_cumsum(self, n, step="+", identity="0"):
         """Row by row along the axis: each element from the one before it (inner loop

@@ -28,3 +28,4 @@ from .scan import cumprod, cumsum  # noqa: F401
 from .sorting import argsort, sort, top_k  # noqa: F401
 from .einsum import einsum  # noqa: F401
 from . import linalg  # noqa: F401
+from . import collective  # noqa: F401

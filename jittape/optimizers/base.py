@@ -98,6 +98,8 @@ class Optimizer:
     """
 
     _slot_names: tuple = ()
+    # set by jt.distributed.DistributedOptimizer: (grads, variables) -> reduced grads
+    _reduce_gradients = None
 
     def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None,
                  global_clipnorm=None, use_ema=False, ema_momentum=0.99,
@@ -387,6 +389,8 @@ class Optimizer:
         self.build([v for _, v in grads_and_vars if v.dtype.is_floating])
         grads = [g for g, _ in pairs]
         variables = [v for _, v in pairs]
+        if self._reduce_gradients is not None:  # jt.distributed.DistributedOptimizer
+            grads = self._reduce_gradients(grads, variables)
         if self.loss_scale_factor is not None:
             grads = [g / self.loss_scale_factor for g in grads]
         self._step_values = {}  # per-step scalars shared by the variables of one dtype

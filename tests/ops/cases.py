@@ -257,6 +257,16 @@ case("is_finite", "special", jt.is_finite, lambda x: ~(np.isnan(x) | np.isinf(x)
      [fixed(_SPECIAL, "float64")], grad="none")
 case("is_nan", "special", jt.is_nan, lambda x: x != x, [fixed(_SPECIAL, "float64")], grad="none")
 
+# collectives in a job of one rank (the default world): the sum, the mean and rank 0's
+# value are the value itself (tests/test_distributed.py runs them across ranks)
+from jittape.ops import collective as _collective  # noqa: E402
+
+for _s in [(), (2, 3), (0,)]:
+    case("allreduce", "mean" + _shape_name(_s), _collective.allreduce, lambda x: x, [F(_s)])
+    case("allreduce", "sum" + _shape_name(_s), lambda x: _collective.allreduce(x, average=False),
+         lambda x: x, [F(_s)])
+    case("broadcast", _shape_name(_s), _collective.broadcast, lambda x: x, [F(_s)], grad="none")
+
 for _s in [(), (2, 3), (0,)]:
     case("logical_not", _shape_name(_s), jt.logical_not, lambda b: ~b, [B(_s)], grad="skip")
 case("logical_not", "operator", lambda b: ~b, lambda b: ~b, [B((4,))], grad="skip")
