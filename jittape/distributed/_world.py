@@ -24,7 +24,6 @@ import time
 import numpy as np
 
 from ..backends import blas, collective as _ctables
-from ..ops import collective as _ops
 
 DEFAULT_TIMEOUT = 300.0  # seconds; JITTAPE_COLLECTIVE_TIMEOUT or init(timeout=)
 ABORT_CODE = 134  # the job's exit status when a rank aborts it
