@@ -115,7 +115,7 @@ def _install_excepthook(world) -> None:
             previous(kind, value, tb)
         finally:
             if world.size > 1 and not world._aborting:
-                world.abort(f"uncaught {kind.__name__} (traceback above) ends the job",
+                world.abort(f"uncaught {kind.__name__} (traceback above)",
                             code=1)
 
     sys.excepthook = hook

@@ -136,17 +136,19 @@ class MPIWorld:
             self.comm.Abort(code)
 
     class _Guard:
-        __slots__ = ("world", "what")
+        __slots__ = ("world", "what", "counts")
 
-        def __init__(self, world, what):
-            self.world, self.what = world, what
+        def __init__(self, world, what, counts):
+            self.world, self.what, self.counts = world, what, counts
 
         def __enter__(self):
             w = self.world
             w._depth += 1
             if w._depth == 1:
-                w.step += 1
-                w._armed = (time.monotonic() + w.timeout, w.step, self.what)
+                if self.counts:
+                    w.step += 1
+                w._armed = (time.monotonic() + w.timeout, w.step + (not self.counts),
+                            self.what)
 
         def __exit__(self, *exc):
             w = self.world
@@ -154,9 +156,10 @@ class MPIWorld:
             if w._depth == 0:
                 w._armed = None
 
-    def guard(self, what: str):
-        """A context in which a collective step runs with the watchdog's deadline."""
-        return self._Guard(self, what)
+    def guard(self, what: str, counts: bool = True):
+        """A context in which a collective step runs with the watchdog's deadline;
+        ``counts``: it is a step of its own (a check before a step is not)."""
+        return self._Guard(self, what, counts)
 
     # -- the collectives the ops call (eagerly, and on the interpret backend) ------------
     def allreduce(self, x: np.ndarray, average: bool) -> np.ndarray:
@@ -189,7 +192,7 @@ class MPIWorld:
     def check_layout(self, desc, what: str) -> None:
         """All ranks compare ``desc`` (their variables and collectives); a difference
         raises :class:`LayoutError` on every rank, naming the first one."""
-        with self.guard(f"the layout check of {what}"):
+        with self.guard(f"the layout check of {what}", counts=False):
             descs = self.comm.allgather(desc)
         for r, d in enumerate(descs):
             if d != descs[0]:
