@@ -16,7 +16,7 @@ process without MPI copies (one rank: the sum is the value itself).
 Layout of a table (int64 words)::
 
     0 MPI_Allreduce address    1 datatype handle   2 MPI_SUM handle   3 communicator
-    4 ranks                    5 MPI_Bcast address
+    4 ranks                    5 MPI_Bcast address 6 MPI_IN_PLACE
 
 Handles are passed as 64-bit words: MPICH's are ``int`` and Open MPI's pointers;
 either way they travel in an integer register (x86-64 and AArch64 calling
@@ -47,12 +47,12 @@ def table(dtype: str) -> np.ndarray:
 
 
 def fill(dtype: str, allreduce_addr: int, datatype: int, op_sum: int, comm: int,
-         ranks: int, bcast_addr: int) -> None:
+         ranks: int, bcast_addr: int, in_place: int) -> None:
     t = table(dtype)
     t[:] = 0
-    words = (allreduce_addr, datatype, op_sum, comm, ranks, bcast_addr)
+    words = (allreduce_addr, datatype, op_sum, comm, ranks, bcast_addr, in_place)
     # handles come as unsigned words (a negative C int, sign-extended): the same bits
-    t[:6] = [w - (1 << 64) if w >= (1 << 63) else w for w in (int(w) for w in words)]
+    t[:7] = [w - (1 << 64) if w >= (1 << 63) else w for w in (int(w) for w in words)]
 
 
 def clear() -> None:
@@ -70,25 +70,24 @@ def _check(h, *arrays):
 
 
 @intrinsic
-def allreduce(typingctx, h, send, recv):
-    """``MPI_Allreduce(send, recv, recv.size, h[1], h[2], h[3])`` through ``h[0]``;
-    returns the library's error code (0: success)."""
-    if not _check(h, send, recv):
+def allreduce(typingctx, h, buf):
+    """``MPI_Allreduce(MPI_IN_PLACE, buf, buf.size, h[1], h[2], h[3])`` through ``h[0]``
+    (the sum over the ranks, in place); returns the library's error code (0: success)."""
+    if not _check(h, buf):
         return None
 
     def codegen(context, builder, sig, llargs):
         ht = context.make_array(sig.args[0])(context, builder, llargs[0])
-        sa = context.make_array(sig.args[1])(context, builder, llargs[1])
-        ra = context.make_array(sig.args[2])(context, builder, llargs[2])
+        ba = context.make_array(sig.args[1])(context, builder, llargs[1])
         i8p, i32, i64 = ir.IntType(8).as_pointer(), ir.IntType(32), ir.IntType(64)
         fnty = ir.FunctionType(i32, [i8p, i8p, i32, i64, i64, i64])
         fn = builder.inttoptr(_word(builder, context, ht, 0), fnty.as_pointer())
-        count = builder.trunc(ra.nitems, i32)
-        return builder.call(fn, [builder.bitcast(sa.data, i8p), builder.bitcast(ra.data, i8p),
-                                 count, _word(builder, context, ht, 1),
+        in_place = builder.inttoptr(_word(builder, context, ht, 6), i8p)
+        return builder.call(fn, [in_place, builder.bitcast(ba.data, i8p),
+                                 builder.trunc(ba.nitems, i32), _word(builder, context, ht, 1),
                                  _word(builder, context, ht, 2), _word(builder, context, ht, 3)])
 
-    return types.int32(h, send, recv), codegen
+    return types.int32(h, buf), codegen
 
 
 @intrinsic

@@ -192,8 +192,10 @@ class OpKernels:
 
         def body(size):
             out = [
-                If("h0[0] == 0", (Store("r", (":",), "a"),)),  # one process: the value
-                If("h0[0] != 0", (Let("rc", "_coll.allreduce(h0, a, r)"), If("rc != 0", err))),
+                Store("r", (":",), "a"),  # one rank: the sum is the value itself
+                If("h0[4] > 1 and h0[0] == 0", (Raise(
+                    "allreduce: jittape.distributed found no MPI_Allreduce to call"),)),
+                If("h0[4] > 1", (Let("rc", "_coll.allreduce(h0, r)"), If("rc != 0", err))),
             ]
             if average:
                 out.append(If("h0[4] > 1", (Loop("j", size, (
@@ -207,7 +209,9 @@ class OpKernels:
         err = (Raise("broadcast: the MPI library returned an error"),)
         self._collective(n, f"broadcast from rank {root}", lambda size: [
             Store("r", (":",), "a"),
-            If("h0[5] != 0", (Let("rc", f"_coll.bcast(h0, r, {root})"), If("rc != 0", err))),
+            If("h0[4] > 1 and h0[5] == 0", (Raise(
+                "broadcast: jittape.distributed found no MPI_Bcast to call"),)),
+            If("h0[4] > 1", (Let("rc", f"_coll.bcast(h0, r, {root})"), If("rc != 0", err))),
         ])
 
     def op_cumsum(self, n, step="+", identity="0"):

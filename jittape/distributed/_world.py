@@ -110,9 +110,9 @@ class MPIWorld:
         for dt, name in _MPI_TYPES.items():
             if self.compiled_collectives:
                 _ctables.fill(dt, allreduce, MPI._handleof(getattr(MPI, name)), op, comm,
-                              self.size, bcast)
+                              self.size, bcast, int(MPI.IN_PLACE))
             else:  # ranks > 1 and no address: the kernels raise (never a silent copy)
-                _ctables.fill(dt, 0, 0, 0, 0, self.size, 0)
+                _ctables.fill(dt, 0, 0, 0, 0, self.size, 0, 0)
 
     # -- the watchdog -------------------------------------------------------------
     def _watch(self):
@@ -163,10 +163,10 @@ class MPIWorld:
 
     # -- the collectives the ops call (eagerly, and on the interpret backend) ------------
     def allreduce(self, x: np.ndarray, average: bool) -> np.ndarray:
-        out = np.empty_like(x)
+        out = np.array(x, copy=True)
         if x.size:
             with self.guard(f"allreduce of {x.dtype}[{x.size}]"):
-                self.comm.Allreduce(x, out, op=self.MPI.SUM)
+                self.comm.Allreduce(self.MPI.IN_PLACE, out, op=self.MPI.SUM)
         if average and self.size > 1:
             np.divide(out, self.size, out=out, casting="unsafe")
         return out
