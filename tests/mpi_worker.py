@@ -140,6 +140,20 @@ def train(outdir):
          loss=np.array(hist.history["loss"]), mae=np.array(hist.history["mae"]),
          evaluate=np.array(m.evaluate(x, y, batch_size=GLOBAL_BATCH, verbose=0)))
 
+    # fit on a jt.data.Dataset: each rank reads dataset.shard(size, rank), whose batches
+    # are per rank: with batches of GLOBAL_BATCH / size, step k of the job is the
+    # whole global batch k
+    m = model()
+    perturb(m, rank)
+    with strategy.scope():
+        m.compile(optimizer=jt.keras.optimizers.Adam(0.05), loss="mse", metrics=["mae"])
+    initial = weights(m)
+    ds = jt.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH // size)
+    hist = m.fit(ds, epochs=EPOCHS, verbose=0)
+    save(outdir, "fit_dataset", rank, initial, m, loss=np.array(hist.history["loss"]),
+         mae=np.array(hist.history["mae"]),
+         evaluate=np.array(m.evaluate(ds, verbose=0)))
+
     # fit with shuffling: one order for all ranks (identical weights)
     m = model()
     with strategy.scope():
