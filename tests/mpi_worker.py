@@ -161,6 +161,19 @@ def train(outdir):
     m.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, shuffle=True, verbose=0)
     save(outdir, "fit_shuffled", rank, {}, m)
 
+    # broadcast_variables inside a compiled function, from the last rank, two dtypes
+    v = jt.Variable(np.full((2, 3), rank + 1.0, np.float32))
+    w = jt.Variable(np.full((4,), 10.0 * (rank + 1), np.float64))
+
+    @jt.function(backend="cpu")
+    def sync():
+        jt.distributed.broadcast_variables([v, w], root=size - 1)
+
+    sync()
+    cf = next(iter(sync._cache.values()))
+    np.savez(os.path.join(outdir, f"sync_{rank}.npz"), v=v.numpy(), w=w.numpy(),
+             kernels=np.array(json.dumps([d for _, d in cf.program.kernels])))
+
 
 def failing(outdir, mode):
     rank = jt.distributed.rank()

@@ -155,6 +155,17 @@ def test_fit_logs_and_checkpoints_on_rank_0_only(trained):
 
 
 @needs_mpi
+def test_broadcast_variables_inside_a_compiled_function(trained):
+    n, out = trained
+    for r in range(n):
+        d = np.load(out / f"sync_{r}.npz")
+        np.testing.assert_array_equal(d["v"], np.full((2, 3), float(n), np.float32))
+        np.testing.assert_array_equal(d["w"], np.full((4,), 10.0 * n))
+        assert json.loads(str(d["kernels"])) == [
+            f"broadcast from rank {n - 1} of f32[6]", f"broadcast from rank {n - 1} of f64[4]"]
+
+
+@needs_mpi
 def test_fit_shuffles_in_one_order_on_every_rank(trained):
     n, out = trained
     ranks = _load(out, "fit_shuffled", n)
