@@ -70,6 +70,20 @@ def mse(y, p):
     return jt.reduce_mean(jt.square(p - y))
 
 
+def compiled_step(m, opt):
+    """A ``@jt.function`` train step on the cpu backend; ``opt`` allreduces."""
+
+    @jt.function(backend="cpu")
+    def step(xs, ys):
+        with jt.GradientTape() as tape:
+            loss = mse(ys, m(xs, training=True))
+        grads = tape.gradient(loss, m.trainable_variables)
+        opt.apply_gradients(zip(grads, m.trainable_variables))
+        return loss
+
+    return step
+
+
 def train(outdir):
     rank, size = jt.distributed.rank(), jt.distributed.size()
     x, y = data()
@@ -97,15 +111,7 @@ def train(outdir):
     opt.build(m.trainable_variables)
     jt.distributed.broadcast_variables(m.variables + opt.variables)
     initial = weights(m)
-
-    @jt.function(backend="cpu")
-    def step(xs, ys):
-        with jt.GradientTape() as tape:
-            loss = mse(ys, m(xs, training=True))
-        grads = tape.gradient(loss, m.trainable_variables)
-        opt.apply_gradients(zip(grads, m.trainable_variables))
-        return loss
-
+    step = compiled_step(m, opt)
     for epoch in range(EPOCHS):
         for k in range(STEPS):
             step(share(x, k, rank, size), share(y, k, rank, size))
@@ -180,14 +186,7 @@ def failing(outdir, mode):
     x, y = data()
     m = model(6 if (mode == "layout" and rank == 1) else SIZES[1])
     opt = jt.distributed.DistributedOptimizer(jt.keras.optimizers.SGD(0.1))
-
-    @jt.function(backend="cpu")  # a hang waits inside the compiled kernel's MPI call
-    def step(xs, ys):
-        with jt.GradientTape() as tape:
-            loss = mse(ys, m(xs, training=True))
-        grads = tape.gradient(loss, m.trainable_variables)
-        opt.apply_gradients(zip(grads, m.trainable_variables))
-        return loss
+    step = compiled_step(m, opt)  # a hang waits inside the compiled kernel's MPI call
 
     for k in range(100):
         if rank == 1 and k == 3:
