@@ -138,11 +138,17 @@ def DistributedOptimizer(optimizer, average: bool = True):
     return optimizer
 
 
-def broadcast_variables(variables, root: int = 0) -> None:
+def _root(root, root_rank):
+    return int(root if root_rank is None else root_rank)
+
+
+def broadcast_variables(variables, root: int = 0, root_rank: int | None = None) -> None:
     """Give every rank rank ``root``'s values of ``variables`` (model weights and
     optimizer slots, so every rank starts from the same state): one broadcast per
     dtype. Eagerly the ranks first check they hold the same variables (names, shapes,
-    dtypes); inside a ``jt.function`` the step's first call checks its layout."""
+    dtypes); inside a ``jt.function`` the step's first call checks its layout.
+    ``root_rank``: Horovod's name for ``root``."""
+    root = _root(root, root_rank)
     world = _world_or_init()
     variables = [v for v in nest.flatten(variables) if v is not None]
     if not variables:
@@ -165,10 +171,10 @@ def broadcast_variables(variables, root: int = 0) -> None:
             v.assign(value)
 
 
-def broadcast(tensor, root: int = 0) -> Tensor:
-    """Rank ``root``'s ``tensor`` on every rank."""
+def broadcast(tensor, root: int = 0, root_rank: int | None = None) -> Tensor:
+    """Rank ``root``'s ``tensor`` on every rank (``root_rank``: Horovod's name)."""
     _world_or_init()
-    return _coll.broadcast(tensor, root=root)
+    return _coll.broadcast(tensor, root=_root(root, root_rank))
 
 
 def allreduce(tensor, average: bool = True) -> Tensor:
