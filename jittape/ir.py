@@ -118,7 +118,10 @@ MONOIDS = ("add", "max", "min", "mul")
 #   slice      a subset of the elements (strided_slice)
 #   checked    the same array, once a check of its values passed (check_numerics):
 #              the check runs as a kernel, the result is the input's storage
-VIEWS = ("alias", "layout", "broadcast", "slice", "checked")
+VIEWS = ("alias", "layout", "broadcast", "slice", "checked", "inplace")
+# ``inplace``: the result may be written over its input's storage when the input dies
+# there (a collective reducing a buffer of the step's own): the buffer plan keeps that
+# storage alive while the result is read
 # what one element of an op costs, against a load: cheap ops (an add, a compare) are
 # recomputed inside a consumer's kernel rather than stored; transcendental ones (exp,
 # tanh) weigh several times an arithmetic op in a kernel's work estimate

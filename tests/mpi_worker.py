@@ -177,8 +177,22 @@ def train(outdir):
 
     sync()
     cf = next(iter(sync._cache.values()))
+
+    # a buffer the step reads again after its allreduce is not reduced over; one read
+    # only once is reduced in place
+    @jt.function(backend="cpu")
+    def reuse(a):
+        y = a * 2.0
+        s = jt.distributed.allreduce(y, average=False)
+        z = a * 3.0
+        return s + y, jt.distributed.allreduce(z, average=True)
+
+    got, mean = reuse(np.full(5, rank + 1.0, np.float32))
+    rcf = next(iter(reuse._cache.values()))
     np.savez(os.path.join(outdir, f"sync_{rank}.npz"), v=v.numpy(), w=w.numpy(),
-             kernels=np.array(json.dumps([d for _, d in cf.program.kernels])))
+             kernels=np.array(json.dumps([d for _, d in cf.program.kernels])),
+             reuse=got.numpy(), mean=mean.numpy(),
+             reuse_kernels=np.array(json.dumps([d for _, d in rcf.program.kernels])))
 
 
 def failing(outdir, mode):

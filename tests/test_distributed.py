@@ -128,8 +128,9 @@ def test_the_compiled_step_allreduces_in_its_kernel_one_buffer(trained):
         assert bool(d["compiled"]), f"rank {r} ran its step on the interpreter"
         kernels = json.loads(str(d["kernels"]))
         reduce = [k for k in kernels if "allreduce" in k]
-        # the model's 4 gradients (5x4 + 4 + 4x3 + 3 = 39 floats) in one message
-        assert reduce == ["mean allreduce of f32[39]"], kernels
+        # the model's 4 gradients (5x4 + 4 + 4x3 + 3 = 39 floats) in one message, reduced
+        # where the concatenation wrote them
+        assert reduce == ["mean allreduce in place of f32[39]"], kernels
 
 
 @needs_mpi
@@ -163,6 +164,19 @@ def test_broadcast_variables_inside_a_compiled_function(trained):
         np.testing.assert_array_equal(d["w"], np.full((4,), 10.0 * n))
         assert json.loads(str(d["kernels"])) == [
             f"broadcast from rank {n - 1} of f32[6]", f"broadcast from rank {n - 1} of f64[4]"]
+
+
+@needs_mpi
+def test_a_buffer_read_after_its_allreduce_is_not_reduced_over(trained):
+    n, out = trained
+    total = sum(2.0 * (r + 1) for r in range(n))
+    for r in range(n):
+        d = np.load(out / f"sync_{r}.npz")
+        np.testing.assert_array_equal(d["reuse"], np.full(5, total + 2.0 * (r + 1)))
+        np.testing.assert_allclose(d["mean"], np.full(5, 1.5 * total / n), rtol=1e-6)
+        kernels = [k for k in json.loads(str(d["reuse_kernels"])) if "allreduce" in k]
+        # (fusion may recompute y for s + y: then its allreduce is in place too)
+        assert kernels[1] == "mean allreduce in place of f32[5]", kernels
 
 
 @needs_mpi
@@ -278,9 +292,25 @@ def test_compiled_allreduce_in_one_process_copies_and_averages(tmp_path):
     np.testing.assert_array_equal(f(x).numpy(), 3 * x)
     prog = f.get_concrete_function(x).program
     assert prog.fallback is None
-    assert "mean allreduce of f32[2,3]" in [d for _, d in prog.kernels]
+    # x * 2 is the step's own buffer: reduced in place; x is the caller's: copied first
+    assert [d for _, d in prog.kernels if "allreduce" in d or "broadcast" in d] == [
+        "mean allreduce in place of f32[2,3]", "broadcast from rank 0 of f32[2,3]"]
     kernel_sources = [text for _, _, text in prog.sources.kernels]
     assert any("_coll.allreduce(h0, r)" in t for t in kernel_sources)
+
+
+def test_a_collective_reduces_in_place_only_a_buffer_that_dies_there():
+    from jittape.ops import collective
+
+    @jt.function(backend="cpu")
+    def f(a, b):
+        y = a @ b  # a kernel's output, read again below: copied, then reduced
+        return collective.allreduce(y) + y
+
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    np.testing.assert_array_equal(f(a, b).numpy(), 2 * (a @ b))
+    kernels = [d for _, d in f.get_concrete_function(a, b).program.kernels]
+    assert [d for d in kernels if "allreduce" in d] == ["mean allreduce of f32[2,4]"]
 
 
 def test_collectives_refuse_other_dtypes_and_integer_means():

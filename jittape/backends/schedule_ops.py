@@ -173,26 +173,50 @@ class OpKernels:
         self.val[o] = self.val[x]
 
     # -- collectives: the MPI library called from the kernel (backends/collective.py) --
+    def _dies_here(self, x, n) -> bool:
+        """Whether ``x`` is a buffer of the step's own that nothing reads after ``n``
+        (not a view, an input, a constant or an output): a collective may then reduce
+        it in place (the op's ``view="inplace"`` keeps its slot alive meanwhile)."""
+        uses = getattr(self, "_uses", None)
+        if uses is None:
+            uses = self._uses = {}
+            for m in self.g.nodes:
+                for i in m.inputs:
+                    uses[i] = uses.get(i, 0) + 1
+            self._made_by = {o: m for m in self.g.nodes for o in m.outputs}
+        producer = self._made_by.get(x)
+        return (producer is not None and producer.op.view is None
+                and producer.op.literal is None and uses.get(x) == 1
+                and x not in self.out_pos and self.val[x].contig
+                and len(self.types[x].shape) > 0)
+
     def _collective(self, n, what, body_fn):
         (x,), o = n.inputs, n.outputs[0]
         t = self.types[x]
         k = len(self.consts)
         self.consts.append(collective.table(t.dtype))  # filled by distributed.init
-        d = self.dest(o)
         size = _dprod(t.shape)
+        imports = (("jittape.backends.collective", "_coll"),)
+        if self._dies_here(x, n):  # reduced where it lies: no copy, no new buffer
+            self.val[o] = self.val[x]
+            body = [View("r", "r0", "reshape", (size,)), *body_fn(size, False)]
+            self.kernel(lambda ts: f"{what} in place of {ts(t.shape, t.dtype)}",
+                        [("r0", self.val[x].var), ("h0", f"c{k}")], body, False, False,
+                        imports=imports)
+            return
+        d = self.dest(o)
         body = [View("a", "a0", "reshape", (size,)), View("r", "r0", "reshape", (size,)),
-                *body_fn(size)]
+                Store("r", (":",), "a"), *body_fn(size, True)]
         self.kernel(lambda ts: f"{what} of {ts(t.shape, t.dtype)}",
                     [("a0", self.contiguous(x)), ("r0", d), ("h0", f"c{k}")], body, False,
-                    False, imports=(("jittape.backends.collective", "_coll"),))
+                    False, imports=imports)
 
     def op_allreduce(self, n):
         average = bool(dict(n.attrs)["average"])
         err = (Raise("allreduce: the MPI library returned an error"),)
 
-        def body(size):
+        def body(size, copied):
             out = [
-                Store("r", (":",), "a"),  # one rank: the sum is the value itself
                 If("h0[4] > 1 and h0[0] == 0", (Raise(
                     "allreduce: jittape.distributed found no MPI_Allreduce to call"),)),
                 If("h0[4] > 1", (Let("rc", "_coll.allreduce(h0, r)"), If("rc != 0", err))),
@@ -207,8 +231,7 @@ class OpKernels:
     def op_broadcast(self, n):
         root = int(dict(n.attrs)["root"])
         err = (Raise("broadcast: the MPI library returned an error"),)
-        self._collective(n, f"broadcast from rank {root}", lambda size: [
-            Store("r", (":",), "a"),
+        self._collective(n, f"broadcast from rank {root}", lambda size, copied: [
             If("h0[4] > 1 and h0[5] == 0", (Raise(
                 "broadcast: jittape.distributed found no MPI_Bcast to call"),)),
             If("h0[4] > 1", (Let("rc", f"_coll.bcast(h0, r, {root})"), If("rc != 0", err))),

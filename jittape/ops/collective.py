@@ -70,7 +70,7 @@ def _allreduce_vjp(g, out, x, average):
 
 allreduce_op = defop(
     "allreduce", inputs=1, kind="other", forward=_allreduce_fwd, infer=_allreduce_infer,
-    vjp=_allreduce_vjp, pure=False, effect=True,
+    vjp=_allreduce_vjp, pure=False, effect=True, view="inplace",
     doc="the sum (average=True: mean) of the tensor over the job's ranks",
 )
 
@@ -85,7 +85,7 @@ def _broadcast_fwd(x, root):
 
 broadcast_op = defop(
     "broadcast", inputs=1, kind="other", forward=_broadcast_fwd, infer=_broadcast_infer,
-    vjp=NO_GRADIENT, pure=False, effect=True,
+    vjp=NO_GRADIENT, pure=False, effect=True, view="inplace",
     doc="rank root's value of the tensor, on every rank",
 )
 
