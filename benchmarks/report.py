@@ -29,13 +29,27 @@ def _impl(b) -> str:
 
 def _notes(info: dict) -> str:
     """What a fresh-process benchmark measured inside its process (its median is the
-    whole process: interpreter start-up and imports too)."""
+    whole process: interpreter start-up and imports too); for a step across the ranks of
+    an MPI job, the job's shape and the allreduce's cost per step."""
+    if "ranks" in info:
+        return _rank_notes(info)
     if "first_call_s" not in info:
         return ""
     out = f"first call {fmt_time(info['first_call_s'])}"
     if info.get("compiled_s", 0) > info["first_call_s"] + 1e-3:
         out += f", compiled after {fmt_time(info['compiled_s'])}"
     return out + f" (import jittape {fmt_time(info.get('import_s'))})"
+
+
+def _rank_notes(info: dict) -> str:
+    n = info["ranks"]
+    out = (f"{n} rank{'s' if n > 1 else ''} x batch {info['batch_per_rank']} (global "
+           f"{info['global_batch']}), {info['threads_per_rank']} thread(s) each")
+    if "allreduce_overhead_s" in info:
+        out += (f"; allreduce of {info['message_bytes'] / 1e6:.2f} MB: "
+                f"{'+' if info['allreduce_overhead_s'] >= 0 else '-'}"
+                f"{fmt_time(abs(info['allreduce_overhead_s']))} per step")
+    return out
 
 
 def groups(data: dict) -> dict:

@@ -86,12 +86,14 @@ class NumpyStep:
 
 
 def jittape_step(cfg, ws, bs, compiled, backend=None, batch_none=False, name=None,
-                 var_names=None):
+                 var_names=None, distributed=False):
     """The same step with jittape: variables, a tape, an optimizer. ``batch_none``: the
     jt.function has an input_signature with a None batch size (one trace with a
     symbolic size serves every batch size). ``name``: the step's name. ``var_names``: a
     prefix for the variables' names (``<prefix>_w0``, ...): the same kernels, another
-    entry (its parameters are named after the variables)."""
+    entry (its parameters are named after the variables). ``distributed``: the tape is a
+    ``jt.distributed.DistributedGradientTape`` (the gradients are the mean over the ranks
+    of an MPI job: one allreduce per step, ``mpi_steps.py``)."""
     import jittape as jt  # here, so that the numpy half imports without jittape (peers.py)
 
     params = []
@@ -112,6 +114,8 @@ def jittape_step(cfg, ws, bs, compiled, backend=None, batch_none=False, name=Non
                     h = jt.nn.relu(h)
             loss = jt.reduce_mean(
                 jt.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
+        if distributed:
+            tape = jt.distributed.DistributedGradientTape(tape)
         grads = tape.gradient(loss, params)
         opt.apply_gradients(zip(grads, params))
         return loss
