@@ -701,6 +701,39 @@ def test_a_program_with_matmuls_measures_blas_threads_and_keeps_one():
         np.testing.assert_allclose(r, first, rtol=1e-12)
 
 
+_CAP_SCRIPT = textwrap.dedent(
+    """
+    import ctypes, sys
+    sys.path.insert(0, {root!r})
+    from jittape.backends import blas
+    assert not any("scipy.libs" in p for p in blas._loaded_blas())  # not loaded yet
+    blas.cap_threads(1)  # as jittape.distributed.init on 2 ranks of a 2-core machine
+    import scipy.linalg.cython_blas  # what the cpu backend loads on its first use
+    for p in blas._loaded_blas():
+        if "scipy.libs" in p:
+            lib = ctypes.CDLL(p)
+            get = [getattr(lib, s) for s in ("scipy_openblas_get_num_threads64_",
+                   "scipy_openblas_get_num_threads", "openblas_get_num_threads")
+                   if hasattr(lib, s)]
+            print(get[0]() if get else "none")
+    """
+)
+
+
+def test_a_thread_cap_before_scipy_loads_reaches_scipys_blas():
+    """``blas.cap_threads`` in a process that has not loaded scipy's OpenBLAS yet (the
+    ranks of an MPI job cap theirs in ``init``, before their first compiled step): the
+    compiled matmuls still run on the capped count. Before the fix, the setter was
+    looked up then, not found and never again: two ranks on 2 cores each ran their
+    matmuls on two spinning BLAS threads, and a 0.1 ms step took 16 ms."""
+    out = subprocess.run([sys.executable, "-c", _CAP_SCRIPT.format(root=ROOT)],
+                         capture_output=True, text=True, timeout=120, check=True)
+    got = out.stdout.split()
+    if not got or got == ["none"]:
+        pytest.skip("scipy's OpenBLAS is not loaded, or cannot report its threads")
+    assert got == ["1"]
+
+
 _POOL_SCRIPT = textwrap.dedent(
     """
     import json, sys

@@ -89,6 +89,10 @@ def set_kernel_threads(n: int) -> None:
     """Set scipy's OpenBLAS (the one compiled code calls) to ``n`` threads; a no-op when
     it is at ``n`` already, or when it cannot be set. Cheap enough to call per step."""
     if not _kernel:
+        try:  # loaded now: the setter found (or not) is kept for good
+            import scipy.linalg.cython_blas  # noqa: F401
+        except ImportError:
+            pass
         fns = [_setter(p) for p in _loaded_blas()
                if "numpy" not in os.path.basename(os.path.dirname(p))]
         _kernel[:] = [next((f for f in fns if f is not None), None), None]
