@@ -5,8 +5,10 @@ inside the step: the compiled kernel calls ``MPI_Allreduce``) and with a plain t
 
 Each rank trains on its own batch of the workload's size (``data`` with its own seed),
 so the job's global batch is the ranks times that. The two steps run in alternating
-blocks, each block started together by a barrier, and every call is timed on its own;
-rank 0 writes the step times and each rank's medians as JSON:
+blocks, each block started together by a barrier, and every call is timed on its own
+(and each block as a whole: with more ranks than cores a rank waits for a core between
+calls, which the calls' own times leave out); rank 0 writes the step times, each rank's
+medians and its blocks' time per step as JSON:
 
     mpiexec -n 2 python benchmarks/mpi_steps.py OUT.json [--rounds 5]
 """
@@ -71,13 +73,16 @@ def measure(size: str, rounds: int) -> dict:
              "plain": jittape_step(cfg, ws, bs, compiled=True, backend="cpu")}
     settled = {k: warm_up(s, args) for k, s in steps.items()}
     times: dict = {k: [] for k in steps}
+    walls: dict = {k: [] for k in steps}  # a block's time per step: preemptions included
     for _ in range(rounds):
         for k, s in steps.items():
             dist.barrier()
+            start = time.perf_counter()
             for _ in range(BLOCK[size]):
                 t0 = time.perf_counter()
                 s(*args)
                 times[k].append(time.perf_counter() - t0)
+            walls[k].append((time.perf_counter() - start) / BLOCK[size])
     out = {"same_weights": same_weights(steps["allreduce"].params),
            "message_bytes": 4 * sum(w.size + b.size for w, b in zip(ws, bs)),
            "batch_per_rank": cfg["batch"], "global_batch": cfg["batch"] * dist.size()}
@@ -86,6 +91,7 @@ def measure(size: str, rounds: int) -> dict:
         medians = comm.gather(float(np.median(times[k])), root=0)
         chose = comm.gather(settled[k], root=0)
         out[k] = {"times_s": times[k], "rank_medians_s": medians,
+                  "wall_per_step_s": float(np.median(walls[k])),
                   "settled": None if chose is None else all(chose)}
     return out
 

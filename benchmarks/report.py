@@ -27,12 +27,12 @@ def _impl(b) -> str:
     return (b.get("extra_info") or {}).get("impl") or b["name"]
 
 
-def _notes(info: dict) -> str:
+def _notes(info: dict, median: float) -> str:
     """What a fresh-process benchmark measured inside its process (its median is the
     whole process: interpreter start-up and imports too); for a step across the ranks of
     an MPI job, the job's shape and the allreduce's cost per step."""
     if "ranks" in info:
-        return _rank_notes(info)
+        return _rank_notes(info, median)
     if "first_call_s" not in info:
         return ""
     out = f"first call {fmt_time(info['first_call_s'])}"
@@ -41,10 +41,12 @@ def _notes(info: dict) -> str:
     return out + f" (import jittape {fmt_time(info.get('import_s'))})"
 
 
-def _rank_notes(info: dict) -> str:
-    n = info["ranks"]
+def _rank_notes(info: dict, median: float) -> str:
+    n, t = info["ranks"], info["threads_per_rank"]
+    wall = info.get("wall_per_step_s") or median  # whole blocks: a rank's waits included
     out = (f"{n} rank{'s' if n > 1 else ''} x batch {info['batch_per_rank']} (global "
-           f"{info['global_batch']}), {info['threads_per_rank']} thread(s) each")
+           f"{info['global_batch']}: {info['global_batch'] / wall:,.0f} samples/s), {t} "
+           f"thread{'s' if t > 1 else ''} each; {fmt_time(wall)} per step over whole blocks")
     if "allreduce_overhead_s" in info:
         out += (f"; allreduce of {info['message_bytes'] / 1e6:.2f} MB: "
                 f"{'+' if info['allreduce_overhead_s'] >= 0 else '-'}"
@@ -79,7 +81,7 @@ def report(data: dict, markdown: bool = False) -> str:
             rows.append([_impl(b), fmt_time(med), vs_np,
                          f"{fmt_time(fl)} ({info.get('floor_basis')})" if fl else "",
                          f"{med / fl:.2f}×" if fl else "", fmt_time(info.get("compile_s")),
-                         _notes(info)])
+                         _notes(info, med)])
         lines.append("")
         lines.append(f"## {name}" if markdown else f"-- {name} --")
         if markdown:

@@ -5,10 +5,15 @@ compiled kernel calls ``MPI_Allreduce``) and without (a plain tape), in the same
 
 Each rank's batch is the workload's (64 small, 256 large), so the global batch grows
 with the ranks (N times it). The allreduce's cost per step is the difference of the
-two medians of one job (``allreduce_overhead_s``, in the notes). Every step is timed
-inside the ranks (``mpi_steps.py``, one ``mpiexec`` per job); a benchmark's rounds are
-rank 0's steps, its ``extra_info`` has every rank's median. Several ranks share this
-machine's cores: ``jittape.distributed`` gives each cores / local ranks threads (at
+two medians of one job (``allreduce_overhead_s``, in the notes): the MPI call, the copy
+of the gradients into one buffer, and the update, which then runs as loops of its own
+instead of in the backward matmuls' epilogues (so a job of one rank pays it too).
+
+Every step is timed inside the ranks (``mpi_steps.py``, one ``mpiexec`` per job); a
+benchmark's rounds are rank 0's steps, its ``extra_info`` has every rank's median and
+rank 0's time per step over whole blocks of steps (``wall_per_step_s``: a rank's waits
+for a core between steps too, which the steps' own times leave out). Several ranks
+share this machine's cores: ``jittape.distributed`` gives each cores / local ranks threads (at
 least one), so 4 ranks on 2 cores oversubscribe it and their figures say so.
 
 Run: .venv/bin/python -m pytest benchmarks/test_distributed.py -q
@@ -81,7 +86,8 @@ def test_step_across_ranks(benchmark, ceilings, jobs, size, ranks, step):
     mine = w["allreduce" if step == "allreduce" else "plain"]
     info = {k: w[k] for k in ("batch_per_rank", "global_batch", "message_bytes")}
     info.update(ranks=ranks, threads_per_rank=job["threads_per_rank"],
-                rank_medians_s=mine["rank_medians_s"], settled=mine["settled"])
+                rank_medians_s=mine["rank_medians_s"], wall_per_step_s=mine["wall_per_step_s"],
+                settled=mine["settled"])
     if step == "allreduce":
         info["allreduce_overhead_s"] = (float(np.median(w["allreduce"]["times_s"]))
                                         - float(np.median(w["plain"]["times_s"])))
@@ -91,7 +97,8 @@ def test_step_across_ranks(benchmark, ceilings, jobs, size, ranks, step):
     record_times(benchmark, mine["times_s"])
     med = float(np.median(mine["times_s"]))
     print(f"\n{size} {ranks} rank(s) {step}: {1e3 * med:.3f} ms per step (rank 0; ranks "
-          + ", ".join(f"{1e3 * t:.3f}" for t in mine["rank_medians_s"]) + " ms)"
+          + ", ".join(f"{1e3 * t:.3f}" for t in mine["rank_medians_s"]) + " ms; blocks "
+          f"{1e3 * mine['wall_per_step_s']:.3f} ms per step)"
           + (f", allreduce +{1e3 * info['allreduce_overhead_s']:.3f} ms"
              if step == "allreduce" else ""))
     if step == "allreduce":
