@@ -188,10 +188,16 @@ def train(outdir):
         return s + y, jt.distributed.allreduce(z, average=True)
 
     got, mean = reuse(np.full(5, rank + 1.0, np.float32))
+    # eagerly: nested gradients of two dtypes with a None, one buffer per dtype
+    mixed = jt.distributed.allreduce_gradients(
+        {"a": [jt.constant(np.full((2, 3), rank + 1.0, np.float32)), None],
+         "b": (jt.constant(np.arange(3.0) * (rank + 1)), jt.constant(np.float32(rank)))})
     rcf = next(iter(reuse._cache.values()))
     np.savez(os.path.join(outdir, f"sync_{rank}.npz"), v=v.numpy(), w=w.numpy(),
              kernels=np.array(json.dumps([d for _, d in cf.program.kernels])),
-             reuse=got.numpy(), mean=mean.numpy(),
+             reuse=got.numpy(), mean=mean.numpy(), mixed_none=mixed["a"][1] is None,
+             mixed_a=mixed["a"][0].numpy(), mixed_b0=mixed["b"][0].numpy(),
+             mixed_b1=mixed["b"][1].numpy(),
              reuse_kernels=np.array(json.dumps([d for _, d in rcf.program.kernels])))
 
 

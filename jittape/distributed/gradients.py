@@ -62,6 +62,8 @@ def allreduce_gradients(grads, average: bool = True, sources=None):
     the ranks: one fused buffer per dtype. ``sources`` (the variables, same nesting)
     name the gradients in the first-step check of an eager call."""
     world = _world_or_init()
+    if world.size == 1:  # a job of one rank: the mean is the gradient (no op, no copy,
+        return grads     # and the update stays fused into the backward kernels)
     flat = nest.flatten(grads)
     ts = [None if g is None else convert_to_tensor(g) for g in flat]
     present = [t for t in ts if t is not None]
