@@ -92,12 +92,24 @@ def _pooled(n, o, t, pinned) -> bool:
     )
 
 
+def gathered(graph: Graph) -> frozenset:
+    """Concatenations that an in-place op (a collective) reduces: each gets a buffer
+    that no other value shares (kept for the program's life), so that a backend may
+    write the concatenated values into it where they are made, before the concat runs
+    (no copy)."""
+    made = {o: n for n in graph.nodes for o in n.outputs}
+    return frozenset(n.inputs[0] for n in graph.nodes if n.op.view == "inplace" and n.inputs
+                     and getattr(made.get(n.inputs[0]), "op", None) is not None
+                     and made[n.inputs[0]].op.name == "concat")
+
+
 @graph_pass("plan_buffers")
 def plan_buffers(graph: Graph, report, inplace: bool = True) -> Graph:
     """Attach a :class:`BufferPlan` to the graph (``graph.buffers``)."""
     types = graph.types()
     root, last, pinned = _liveness(graph)
     free: dict = {}  # (dtype, size) -> [slot]
+    own = gathered(graph)
     slots: list = []
     assign: dict = {}
     pairs = []
@@ -107,6 +119,10 @@ def plan_buffers(graph: Graph, report, inplace: bool = True) -> Graph:
         for o in n.outputs:
             t = types[o]
             if not _pooled(n, o, t, pinned):
+                continue
+            if o in own:  # a buffer of its own, never given to another value
+                assign[o] = len(slots)
+                slots.append((t.dtype, t.size))
                 continue
             slot = None
             for i in n.inputs:
@@ -131,7 +147,7 @@ def plan_buffers(graph: Graph, report, inplace: bool = True) -> Graph:
         released = set()
         for v in list(n.inputs) + list(n.outputs):
             r = root.get(v, v)
-            if r in released or r in taken or r not in assign:
+            if r in released or r in taken or r not in assign or r in own:
                 continue
             if last.get(r, -1) <= idx:
                 released.add(r)

@@ -555,6 +555,28 @@ def test_plan_buffers_never_writes_into_inputs_or_views_of_outputs():
     assert b in plan.slot_of()
 
 
+def test_plan_buffers_gives_a_collectives_concat_a_buffer_nobody_shares():
+    """The gradients a step allreduces are written into the concat's buffer where they
+    are made (backends/schedule_ops.plan_homes): that buffer must hold no other value
+    from the first gradient to the last read of the reduced result."""
+    g = G()
+    x = g.input((8,))
+    a = g("exp", x)
+    b = g("tanh", x)
+    cat = g("concat", g("reshape", a, shape=(8,)), g("reshape", b, shape=(8,)), axis=0)
+    red = g("allreduce", cat, average=True)
+    y = g.input((16,))
+    c = g("sin", g("exp", y))  # made after the concat, of the concat's size
+    d = g("cos", g("tanh", y))
+    out = g("add", g("add", c, d), g("exp", red))
+    graph = g.build(out)
+    assert passes.buffers.gathered(graph) == frozenset({cat})
+    res = run(passes.plan_buffers, graph)
+    slot_of = res.graph.buffers.slot_of()
+    mine = slot_of[cat]
+    assert [v for v, s in slot_of.items() if s == mine] == [cat]
+
+
 # ---------------------------------------------------------------------------
 # the pipeline
 

@@ -130,8 +130,9 @@ class View:
     ``transpose`` (``arg``: the permutation; ``(1, 0)`` is ``.T``, typed F-contiguous so
     that BLAS reads it without a copy), ``broadcast`` (to ``arg``), ``index`` (``arg``: a
     key, as numpy's basic indexing), ``slot`` (the first elements of buffer slot
-    ``array``, reshaped to ``arg``), ``contiguous`` (a copy when it is not), ``flat``
-    (a contiguous copy's elements, in order) or ``table`` (the C array at ``arg`` =
+    ``array``, reshaped to ``arg``), ``range`` (``arg = (offset, shape)``: the elements
+    of the 1-d ``array`` from ``offset``, reshaped), ``contiguous`` (a copy when it is
+    not), ``flat`` (a contiguous copy's elements, in order) or ``table`` (the C array at ``arg`` =
     ``(offset, dtype, ndim, readonly)`` of the buffer table ``array``: its address and
     dims; see :func:`table_offsets`)."""
 

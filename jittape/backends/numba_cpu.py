@@ -63,6 +63,9 @@ def _view(s: View) -> str:
         return f"np.broadcast_to({s.array}, {_shape(s.arg)})"
     if s.kind == "index":
         return f"{s.array}[{s.arg[0]}]"
+    if s.kind == "range":  # elements off, off + 1, ... of a 1-d buffer, reshaped
+        off, dims = s.arg
+        return f"view({s.array}, {off}, {_shape(dims)})"
     if s.kind == "slot":  # the plan sized the slot: at least ``count`` elements
         _count, dims = s.arg
         return f"view({s.array}, 0, {_shape(dims)})"

@@ -98,6 +98,14 @@ class Scheduler(FusedKernels, OpKernels):
     def _dest(self, v) -> str:
         t = self.types[v]
         k = self.out_pos.get(v)
+        home = self.homes.get(v)
+        if home is not None:  # written where a concat (for a collective) would copy it
+            buf, off = home
+            base = self.gather_buffer(buf)
+            name = self.names.value("t", v)
+            self.entry.append(View(name, base, "range", (off, _dims(t.shape))))
+            self.val[v] = _Operand(name, t.shape, True)
+            return name
         if k is not None:
             name = f"o{k}"
         else:
@@ -110,6 +118,19 @@ class Scheduler(FusedKernels, OpKernels):
                 self.entry.append(Alloc(name, _dims(t.shape), t.dtype))
         self.val[v] = _Operand(name, t.shape, True)
         return name
+
+    def gather_buffer(self, v) -> str:
+        """The entry's array of concat output ``v`` (viewed when the first value is
+        written into it, ``plan_homes``): its buffer slot, which no other value shares
+        (``passes.buffers.gathered``)."""
+        op = self.val.get(v)
+        if op is None:
+            t = self.types[v]
+            name = self.names.value("t", v)
+            self.entry.append(View(name, f"slot_{self.slot_of[v]}", "slot",
+                                   (_dprod(t.shape), _dims(t.shape))))
+            op = self.val[v] = _Operand(name, t.shape, True)
+        return op.var
 
     def operand(self, v) -> _Operand:
         """How a kernel reads ``v``: the array itself, or what a broadcast views."""
@@ -160,6 +181,7 @@ class Scheduler(FusedKernels, OpKernels):
                 if size > 1 and size not in _DIMS:
                     _DIMS[size] = f"D{len(_DIMS)}"
                     self.entry.append(Dim(_DIMS[size], names[k], j))
+        self.homes = self.plan_homes()
         for n in g.nodes:
             self.node(n)
         for k, o in enumerate(g.outputs):

@@ -122,16 +122,23 @@ class OpKernels:
         ax = int(dict(n.attrs)["axis"])
         shape, dt = n.types[0].shape, n.types[0].dtype
         P, N, Q = self._three(shape, ax)
-        d = self.dest(o)
+        gathered = o in self.val  # its inputs' kernels wrote into it (plan_homes)
+        d = self.val[o].var if gathered else self.dest(o)
+        placed = {v for v, (c, _) in self.homes.items() if c == o} if gathered else set()
         args = [("r0", d)]
         body = [View("o", "r0", "reshape", (P, N, Q))]
         off = "0"
         for j, x in enumerate(n.inputs):
             m = _d(self.types[x].shape[ax])
-            args.append((f"a{j}", self.contiguous(x)))
             end = m if off == "0" else f"{off} + {m}"
+            if x in placed or self._reshaped_from(x) in placed:
+                off = end  # already in place
+                continue
+            args.append((f"a{j}", self.contiguous(x)))
             body.append(Store("o", (":", f"{off}:{end}", ":"), f"a{j}.reshape(({P}, {m}, {Q}))"))
             off = end
+        if len(args) == 1:  # every part was written in place: nothing to copy
+            return
         self.kernel(lambda ts: f"concat along axis {ax} into {ts(shape, dt)}",
                     args, body, False, False)
 
@@ -173,6 +180,51 @@ class OpKernels:
         self.val[o] = self.val[x]
 
     # -- collectives: the MPI library called from the kernel (backends/collective.py) --
+    def _reshaped_from(self, x):
+        """The value ``x`` is a reshape of (its producer's input), or None."""
+        for m in self.g.nodes:
+            if x in m.outputs:
+                return m.inputs[0] if m.op.name == "reshape" else None
+        return None
+
+    def plan_homes(self) -> dict:
+        """``value -> (concat output, offset)`` for the values a collective's concat
+        gathers (the gradients of a step, into one buffer per dtype), each made by a
+        kernel and read by nothing else: their kernels write them into the concat's
+        buffer (``_dest``), and the concat copies nothing. The buffer plan gives such a
+        concat a slot that no other value shares (``passes.buffers.gathered``)."""
+        from passes.buffers import gathered
+
+        g = self.g
+        own = gathered(g)
+        if not own:
+            return {}
+        uses: dict = {}
+        for m in g.nodes:
+            for i in m.inputs:
+                uses[i] = uses.get(i, 0) + 1
+        made = {o: m for m in g.nodes for o in m.outputs}
+        outs, ins = set(g.outputs), set(g.inputs)
+        homes = {}
+        for c in (made[v] for v in own):
+            t = c.types[0]
+            if len(t.shape) != 1 or not isinstance(t.shape[0], int) or c.outputs[0] in outs \
+                    or c.outputs[0] not in self.slot_of:
+                continue
+            off = 0
+            for x in c.inputs:
+                v, p = x, made.get(x)
+                if p is not None and p.op.name == "reshape" and uses.get(x) == 1:
+                    v, p = p.inputs[0], made.get(p.inputs[0])  # reshape(g, [-1])
+                shape = self.types[v].shape
+                if (p is not None and p.op.view is None and p.op.literal is None
+                        and not p.op.effect and uses.get(v) == 1 and v not in outs
+                        and v not in ins and len(shape) > 0
+                        and all(isinstance(d, int) and d > 0 for d in shape)):
+                    homes[v] = (c.outputs[0], off)
+                off += int(np.prod(self.types[x].shape, dtype=np.int64))
+        return homes
+
     def _dies_here(self, x, n) -> bool:
         """Whether ``x`` is a buffer of the step's own that nothing reads after ``n``
         (not a view, an input, a constant or an output): a collective may then reduce
