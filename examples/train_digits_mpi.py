@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 import jittape as jt
-from train_digits import load  # the same data and the same split as the one-process demo
+from train_digits import load, make_model  # the one-process demo's data, split and model
 
 dist = jt.distributed
 
@@ -35,12 +35,7 @@ def main(epochs=20, batch_size=32, seed=0, verbose=True):
         raise SystemExit(f"--batch-size {batch_size} is not a multiple of the {size} ranks")
     x_train, x_test, y_train, y_test = load(seed)
     jt.random.set_seed(seed + rank)  # each rank its own weights and masks, until...
-    model = jt.Sequential([
-        jt.layers.Dense(128, activation="relu", input_shape=(64,)),
-        jt.layers.Dropout(0.1),
-        jt.layers.Dense(64, activation="relu"),
-        jt.layers.Dense(10),
-    ])
+    model = make_model()
     optimizer = jt.optimizers.Adam(learning_rate=2e-3)
     optimizer.build(model.trainable_variables)  # its slots exist now: broadcast them too
     dist.broadcast_variables(model.variables + optimizer.variables, root=0)  # ...rank 0's
