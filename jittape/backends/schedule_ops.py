@@ -180,12 +180,22 @@ class OpKernels:
         self.val[o] = self.val[x]
 
     # -- collectives: the MPI library called from the kernel (backends/collective.py) --
+    def _uses_and_producers(self) -> tuple:
+        """(value -> how many node inputs read it, value -> the node that makes it), of
+        the graph being scheduled (made once)."""
+        got = getattr(self, "_graph_maps", None)
+        if got is None:
+            uses: dict = {}
+            for m in self.g.nodes:
+                for i in m.inputs:
+                    uses[i] = uses.get(i, 0) + 1
+            got = self._graph_maps = (uses, {o: m for m in self.g.nodes for o in m.outputs})
+        return got
+
     def _reshaped_from(self, x):
         """The value ``x`` is a reshape of (its producer's input), or None."""
-        for m in self.g.nodes:
-            if x in m.outputs:
-                return m.inputs[0] if m.op.name == "reshape" else None
-        return None
+        m = self._uses_and_producers()[1].get(x)
+        return m.inputs[0] if m is not None and m.op.name == "reshape" else None
 
     def plan_homes(self) -> dict:
         """``value -> (concat output, offset)`` for the values a collective's concat
@@ -199,11 +209,7 @@ class OpKernels:
         own = gathered(g)
         if not own:
             return {}
-        uses: dict = {}
-        for m in g.nodes:
-            for i in m.inputs:
-                uses[i] = uses.get(i, 0) + 1
-        made = {o: m for m in g.nodes for o in m.outputs}
+        uses, made = self._uses_and_producers()
         outs, ins = set(g.outputs), set(g.inputs)
         homes = {}
         for c in (made[v] for v in own):
@@ -225,18 +231,12 @@ class OpKernels:
                 off += int(np.prod(self.types[x].shape, dtype=np.int64))
         return homes
 
-    def _dies_here(self, x, n) -> bool:
-        """Whether ``x`` is a buffer of the step's own that nothing reads after ``n``
-        (not a view, an input, a constant or an output): a collective may then reduce
-        it in place (the op's ``view="inplace"`` keeps its slot alive meanwhile)."""
-        uses = getattr(self, "_uses", None)
-        if uses is None:
-            uses = self._uses = {}
-            for m in self.g.nodes:
-                for i in m.inputs:
-                    uses[i] = uses.get(i, 0) + 1
-            self._made_by = {o: m for m in self.g.nodes for o in m.outputs}
-        producer = self._made_by.get(x)
+    def _dies_here(self, x) -> bool:
+        """Whether ``x`` is a buffer of the step's own that only the collective reading
+        it reads (not a view, an input, a constant or an output): the collective may
+        then reduce it in place (the op's ``view="inplace"`` keeps its slot alive)."""
+        uses, made = self._uses_and_producers()
+        producer = made.get(x)
         return (producer is not None and producer.op.view is None
                 and producer.op.literal is None and uses.get(x) == 1
                 and x not in self.out_pos and self.val[x].contig
@@ -249,16 +249,16 @@ class OpKernels:
         self.consts.append(collective.table(t.dtype))  # filled by distributed.init
         size = _dprod(t.shape)
         imports = (("jittape.backends.collective", "_coll"),)
-        if self._dies_here(x, n):  # reduced where it lies: no copy, no new buffer
+        if self._dies_here(x):  # reduced where it lies: no copy, no new buffer
             self.val[o] = self.val[x]
-            body = [View("r", "r0", "reshape", (size,)), *body_fn(size, False)]
+            body = [View("r", "r0", "reshape", (size,)), *body_fn(size)]
             self.kernel(lambda ts: f"{what} in place of {ts(t.shape, t.dtype)}",
                         [("r0", self.val[x].var), ("h0", f"c{k}")], body, False, False,
                         imports=imports)
             return
         d = self.dest(o)
         body = [View("a", "a0", "reshape", (size,)), View("r", "r0", "reshape", (size,)),
-                Store("r", (":",), "a"), *body_fn(size, True)]
+                Store("r", (":",), "a"), *body_fn(size)]
         self.kernel(lambda ts: f"{what} of {ts(t.shape, t.dtype)}",
                     [("a0", self.contiguous(x)), ("r0", d), ("h0", f"c{k}")], body, False,
                     False, imports=imports)
@@ -267,7 +267,7 @@ class OpKernels:
         average = bool(dict(n.attrs)["average"])
         err = (Raise("allreduce: the MPI library returned an error"),)
 
-        def body(size, copied):
+        def body(size):
             out = [
                 If("h0[4] > 1 and h0[0] == 0", (Raise(
                     "allreduce: jittape.distributed found no MPI_Allreduce to call"),)),
@@ -283,7 +283,7 @@ class OpKernels:
     def op_broadcast(self, n):
         root = int(dict(n.attrs)["root"])
         err = (Raise("broadcast: the MPI library returned an error"),)
-        self._collective(n, f"broadcast from rank {root}", lambda size, copied: [
+        self._collective(n, f"broadcast from rank {root}", lambda size: [
             If("h0[4] > 1 and h0[5] == 0", (Raise(
                 "broadcast: jittape.distributed found no MPI_Bcast to call"),)),
             If("h0[4] > 1", (Let("rc", f"_coll.bcast(h0, r, {root})"), If("rc != 0", err))),
