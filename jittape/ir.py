@@ -134,6 +134,10 @@ LITERALS = ("uniform", "array")
 # Every op declared with ``jittape.ops.defop`` is listed here by name, so that passes
 # can build nodes (``get_op("broadcast_to")``) without importing the registry.
 OP_TABLE: dict = {}
+# ``check(op)`` of each compiling backend imported so far: an op declared after a
+# backend's import is checked against its lowering table at once (``ops.defop`` runs
+# them), and a backend checks the ops already declared when it loads
+LOWERING_CHECKS: list = []
 
 
 def get_op(name: str) -> "OpDef":

@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 
 from .. import cache as _cache
-from ..ir import Graph
+from ..ir import LOWERING_CHECKS, OP_TABLE, Graph
 from . import blas, compile_pool, kcall, kernel_table, numba_cpu
 from . import runtime as _runtime
 from .emit import Unsupported  # noqa: F401 - cpu.Unsupported, for callers
@@ -105,9 +105,7 @@ def check_lowering(op) -> None:
 
 
 def _check_registry() -> None:
-    from ..ops.registry import LOWERING_CHECKS, REGISTRY
-
-    for op in list(REGISTRY.values()):
+    for op in list(OP_TABLE.values()):
         check_lowering(op)
     if check_lowering not in LOWERING_CHECKS:
         LOWERING_CHECKS.append(check_lowering)

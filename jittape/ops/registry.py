@@ -9,13 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..dims import Dim, SymbolicSizeError, unify
-from ..ir import OP_TABLE, OpDef, Type
+from ..ir import LOWERING_CHECKS, OP_TABLE, OpDef, Type  # noqa: F401 (LOWERING_CHECKS)
 from ..tensor import apply
 
 REGISTRY: dict[str, OpDef] = OP_TABLE  # the IR's table: passes look ops up by name
-# ``check(op)`` of each compiling backend imported so far (``backends.lowering``): an op
-# declared after a backend's import is checked against its lowering table at once
-LOWERING_CHECKS: list = []
 
 
 def defop(
