@@ -79,4 +79,4 @@ _load_default_backend()
 
 newaxis = None  # x[:, jt.newaxis] inserts an axis, as tf.newaxis
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402,F401

@@ -22,6 +22,7 @@ import tempfile
 import zipfile
 
 from . import _config, nest
+from .version import __version__
 from .keras_tensor import KerasTensor
 
 __all__ = ["functional_config", "functional_from_config", "clone_model", "save_model",
@@ -299,7 +300,7 @@ def _compile_config(model):
 
 def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
     """Write ``model`` as a ``.keras`` archive (config, compile config, weights)."""
-    from . import cache
+    from . import _files
     from .layers import serialize
     from .saving import save_weights
 
@@ -322,9 +323,7 @@ def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
     compile_config = _compile_config(model)
     if compile_config is not None:
         record["compile_config"] = compile_config
-    import jittape
-
-    meta = {"keras_version": "3.15.1", "jittape_version": jittape.__version__,
+    meta = {"keras_version": "3.15.1", "jittape_version": __version__,
             "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
     folder = os.path.dirname(os.path.abspath(filepath))
     with tempfile.TemporaryDirectory(dir=folder, prefix=".jt-save-") as tmp:
@@ -336,7 +335,7 @@ def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
             z.writestr("config.json", json.dumps(record, default=_json_default))
             z.write(weights, "model.weights.h5")
         with open(archive, "rb") as f:
-            cache.write_atomic(filepath, f.read(), durable=True)
+            _files.write_atomic(filepath, f.read(), durable=True)
 
 
 def _json_default(value):
