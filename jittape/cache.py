@@ -26,6 +26,9 @@ import shutil
 import stat
 import tempfile
 
+from . import _files
+from ._files import write_atomic  # noqa: F401 - jt.cache.write_atomic, for callers
+
 __all__ = ["cache_dir", "clear", "size_bytes", "entries", "write_module", "purge"]
 
 _SUBDIR = "kernels"
@@ -118,7 +121,7 @@ def write_module(source: str, kind: str = "jt", keep=()) -> tuple[str, str, bool
             return name, path, True
         purge(name)
     try:
-        write_atomic(path, source)
+        _files.write_atomic(path, source)
     except OSError as e:
         # a directory that looked writable is not (a read-only mount, a full disk, a
         # permission that os.access did not see): the rest of this process uses the
@@ -131,32 +134,9 @@ def write_module(source: str, kind: str = "jt", keep=()) -> tuple[str, str, bool
         if os.path.exists(path) and _intact(path, name):
             return name, path, True
         purge(name)
-        write_atomic(path, source)
+        _files.write_atomic(path, source)
     _enforce_bound(keep={name, *keep})
     return name, path, False
-
-
-def write_atomic(path: str, data, durable: bool = False) -> None:
-    """Write ``data`` (text or bytes) to ``path`` atomically: a temporary file beside it
-    (``.<name>.<random>.tmp``), then a rename, so a reader sees all of it or none.
-    ``durable``: flush the file to the disk before the rename (checkpoints: a power cut
-    after the rename still finds the data)."""
-    d, base = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{base.rsplit('.', 1)[0]}.", suffix=".tmp", dir=d)
-    try:
-        with (os.fdopen(fd, "wb") if isinstance(data, bytes)
-              else os.fdopen(fd, "w", encoding="utf-8")) as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def load_module(modname: str, path: str):

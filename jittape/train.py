@@ -28,7 +28,7 @@ import weakref
 
 import numpy as np
 
-from . import cache as _cache
+from . import _files
 from .tensor import Tensor, Variable
 
 __all__ = ["Checkpoint", "CheckpointManager", "latest_checkpoint"]
@@ -359,7 +359,7 @@ class Checkpoint:
         d = os.path.dirname(path)
         if d:
             os.makedirs(d, exist_ok=True)
-        _cache.write_atomic(path + _SUFFIX, self._archive(), durable=True)
+        _files.write_atomic(path + _SUFFIX, self._archive(), durable=True)
         return path
 
     def _count_save(self) -> int:
@@ -444,7 +444,7 @@ def _write_state(directory, latest, paths) -> None:
 
     lines = [f'model_checkpoint_path: "{rel(latest)}"']
     lines += [f'all_model_checkpoint_paths: "{rel(p)}"' for p in paths]
-    _cache.write_atomic(_state_path(d), "\n".join(lines) + "\n", durable=True)
+    _files.write_atomic(_state_path(d), "\n".join(lines) + "\n", durable=True)
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):

@@ -636,7 +636,7 @@ def test_a_crash_during_a_save_leaves_the_previous_export(tmp_path, monkeypatch)
     before = _files(target)
     w0 = m.w.numpy()
     m.w.assign(np.full((3, 2), 7.0, F32))
-    real, calls = jt.cache.write_atomic, [0]
+    real, calls = jt._files.write_atomic, [0]
 
     def full_disk(path, data, durable=False):
         calls[0] += 1
@@ -644,7 +644,7 @@ def test_a_crash_during_a_save_leaves_the_previous_export(tmp_path, monkeypatch)
             raise OSError(28, "No space left on device")
         return real(path, data, durable)
 
-    monkeypatch.setattr(jt.cache, "write_atomic", full_disk)
+    monkeypatch.setattr(jt._files, "write_atomic", full_disk)
     with pytest.raises(OSError, match="No space left"):
         jt.saved_model.save(m, target)
     monkeypatch.undo()
@@ -664,13 +664,13 @@ import jittape as jt
 loaded = jt.saved_model.load(sys.argv[1])
 loaded.w.assign(np.full((3, 2), -1.0, np.float32))
 calls = [0]
-real = jt.cache.write_atomic
+real = jt._files.write_atomic
 def crash(path, data, durable=False):
     calls[0] += 1
     if calls[0] == int(sys.argv[2]):
         os._exit(3)  # the process dies mid-save: no cleanup runs
     return real(path, data, durable)
-jt.cache.write_atomic = crash
+jt._files.write_atomic = crash
 jt.saved_model.save(loaded, sys.argv[1])
 """
 

@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from .. import cache as _cache
+from .. import _files
 from . import compile_pool, kcall
 
 _FORMAT = 1  # the manifest's layout; part of its content, with Numba's version
@@ -90,7 +90,7 @@ def _write(path: str, slots: dict) -> None:
     man = {s: (d.py_func.__module__, d.py_func.__name__, at) for s, (d, at) in slots.items()}
     data = pickle.dumps((_FORMAT, numba.__version__, man))
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _cache.write_atomic(path, data)  # a reader sees the whole manifest or none
+    _files.write_atomic(path, data)  # a reader sees the whole manifest or none
 
 
 def _read(path: str):

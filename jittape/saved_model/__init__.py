@@ -55,7 +55,7 @@ import tempfile
 
 import numpy as np
 
-from .. import cache as _cache
+from .. import _files
 from .. import nest
 from .. import train as _train
 from ..function import ConcreteFunction, Function, TensorSpec
@@ -324,7 +324,7 @@ def _write(export_dir: str, ex: _Exporter, meta: dict) -> None:
         for rel, data in files.items():
             path = os.path.join(tmp, *rel.split("/"))
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            _cache.write_atomic(path, data, durable=True)
+            _files.write_atomic(path, data, durable=True)
         if os.path.exists(target):
             _exchange(tmp, target)  # tmp now holds the previous export
             shutil.rmtree(tmp, ignore_errors=True)
