@@ -8,6 +8,7 @@ from ..errors import InvalidArgumentError, composite
 from ..tensor import Tensor, convert_args, convert_to_tensor
 from . import elementwise as E
 from . import reduction as R
+from . import random_ops
 from . import shaping as S
 from .registry import same_shape
 
@@ -59,16 +60,14 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None, rng=None):
         raise InvalidArgumentError(f"dropout: rate must be in [0, 1), got {rate}")
     if rate == 0:
         return x
-    from .. import random as _random  # jt.random's generators: set_seed governs dropout
-
     shape = x._type.shape if noise_shape is None else tuple(noise_shape)
     dt = x.dtype
 
     def draw(shape):  # the generator is looked up at each draw (set_seed replaces it)
-        g = rng if rng is not None else _random.generator(seed)
+        g = rng if rng is not None else random_ops.generator(seed)
         return (g.random(shape) >= rate).astype(dt._np) / dt._np.type(1 - rate)
 
-    return E.multiply(x, _random._sample(draw, shape, dt))
+    return E.multiply(x, random_ops._sample(draw, shape, dt))
 
 
 @composite("sparse_softmax_cross_entropy_with_logits")
