@@ -17,7 +17,7 @@ from . import _state
 from .dtypes import DType, as_dtype
 from .errors import InvalidArgumentError, SymbolicTensorError, user_location
 from .dims import Dim
-from .ir import GraphBuilder, OpDef, Type, dtype_name, freeze_attrs, infer_types
+from .ir import GraphBuilder, OpDef, Type, dtype_name, freeze_attrs, get_op, infer_types
 
 # ---------------------------------------------------------------------------
 # Shapes
@@ -49,15 +49,16 @@ class TensorShape(tuple):
 # Operators shared by Tensor and Variable
 
 
+# the op catalogue, installed by ``jittape.ops`` when it loads (ops sit above tensors, as
+# TF's math_ops install Tensor's operators): the operators below call through it
 _OPS = []
 
 
 def _ops():
-    if not _OPS:
-        from . import ops
-
-        _OPS.append(ops)
-    return _OPS[0]
+    try:
+        return _OPS[0]
+    except IndexError:
+        raise RuntimeError("jittape.ops is not loaded: `import jittape` first") from None
 
 
 class _Operators:
@@ -460,9 +461,7 @@ class Variable(_Operators):
         if tracer is not None:
             t = tracer.read_variable(self)
             if fresh:  # an identity node gives this read its own value id in the trace
-                from .ops.elementwise import identity_op
-
-                (t,) = tracer.add(identity_op, [t], {}, (t._type,))
+                (t,) = tracer.add(get_op("identity"), [t], {}, (t._type,))
         else:
             t = self._read_tensor
             if t is None:
@@ -858,11 +857,9 @@ def _phase() -> str:
 
 
 def _traced_check(op, t):
-    from .ops.debugging import check_numerics_op
-
     loc = user_location(3)
     where = f" (at {loc})" if loc else ""
-    return apply(check_numerics_op, t, auto=True,
+    return apply(get_op("check_numerics"), t, auto=True,
                  message=f"check_numerics: op {op.name} {_phase()}{where}")
 
 

@@ -29,3 +29,17 @@ from .sorting import argsort, sort, top_k  # noqa: F401
 from .einsum import einsum  # noqa: F401
 from . import linalg  # noqa: F401
 from . import collective  # noqa: F401
+
+
+def _install() -> None:
+    """Give Tensor and Variable their operators (``+``, ``@``, ``[]``, ...): the ops
+    install themselves into the tensor module below them."""
+    import sys
+
+    from .. import tensor
+
+    if not tensor._OPS:
+        tensor._OPS.append(sys.modules[__name__])
+
+
+_install()
