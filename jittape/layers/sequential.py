@@ -101,6 +101,12 @@ class Sequential(Trainer, Layer):
     def compute_output_shape(self, input_shape):
         return self._output_shape_of(self._stack, tuple(input_shape))
 
+    def _checkpoint_children(self) -> list:
+        """Own weights, then the layers as ``layer-0``, ``layer-1``, ... (a checkpoint
+        names them by position, as TF's Sequential does)."""
+        return self._checkpoint_own_weights() + [
+            (f"layer-{i}", layer) for i, layer in enumerate(self._stack)]
+
     def summary(self, print_fn=None, line_length=65):
         """Print a table of the layers (name and type, output shape, number of weights)
         and the total, trainable and non-trainable parameter counts."""

@@ -100,6 +100,9 @@ class Optimizer:
     _slot_names: tuple = ()
     # set by jt.distributed.DistributedOptimizer: (grads, variables) -> reduced grads
     _reduce_gradients = None
+    # jt.train.Checkpoint saves the slot variables (``_slots``) under the paths of the
+    # variables they belong to, as TF saves an optimizer's slots
+    _checkpoint_has_slots = True
 
     def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None,
                  global_clipnorm=None, use_ema=False, ema_momentum=0.99,
