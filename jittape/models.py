@@ -476,6 +476,15 @@ class Model(Trainer, Layer):
             return None  # the graph builds the layers
         return super().get_build_config()
 
+    def _obj_type(self) -> str:
+        """"Functional" for a functional model (a ``Functional``, or a model whose first
+        layer is an ``InputLayer``), "Model" for a subclassed one (Keras 3's
+        ``_obj_type``: which walk a ``.weights.h5`` file gets)."""
+        if isinstance(self, Functional):
+            return "Functional"
+        first = self.layers[:1]
+        return "Functional" if first and isinstance(first[0], InputLayer) else "Model"
+
     # -- summary --------------------------------------------------------------------------
     def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False,
                 show_trainable=False, layer_range=None):

@@ -600,6 +600,11 @@ class Layer(Module):
         return self._checkpoint_own_weights() + _train._attribute_children(
             self, skip=_LAYER_INTERNALS)
 
+    def _obj_type(self) -> str:
+        """What the ``.weights.h5`` writer takes this object for (Keras 3's
+        ``KerasSaveable._obj_type``): a layer."""
+        return "Layer"
+
     def save_weights(self, filepath, overwrite=True):
         """Write the weights to a Keras 3 ``.weights.h5`` file (``Model.save_weights``'s
         layout, so Keras loads it into the same architecture); see ``jittape.saving``.

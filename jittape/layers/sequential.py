@@ -107,6 +107,9 @@ class Sequential(Trainer, Layer):
         return self._checkpoint_own_weights() + [
             (f"layer-{i}", layer) for i, layer in enumerate(self._stack)]
 
+    def _obj_type(self) -> str:
+        return "Sequential"
+
     def summary(self, print_fn=None, line_length=65):
         """Print a table of the layers (name and type, output shape, number of weights)
         and the total, trainable and non-trainable parameter counts."""

@@ -332,6 +332,11 @@ class Optimizer:
             self._slot_variables
         )
 
+    def _obj_type(self) -> str:
+        """What the ``.weights.h5`` writer takes this object for (Keras 3's
+        ``KerasSaveable._obj_type``)."""
+        return "Optimizer"
+
     def _checkpoint_children(self) -> list:
         """``(name, variable)`` of the optimizer's variables that are not slots."""
         out = [("iterations", self._iterations)]
