@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from .. import keras_tensor as _kt
 from .. import ops as _ops
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor
@@ -102,3 +103,6 @@ class _OpLayer(Layer):
         if isinstance(inputs, list):
             return self._fn(*inputs)
         return self._fn(inputs)
+
+
+_kt._OP_LAYER = _OpLayer  # the layer an operator on a KerasTensor calls

@@ -8,10 +8,10 @@ import functools
 import inspect
 import numbers
 import re
-import threading
 
 from .. import ops as _ops
 from .. import train as _train
+from ..keras_tensor import _CALLS, _CallState  # noqa: F401 - this thread's layer calls
 from ..tensor import Tensor, convert_to_tensor
 
 
@@ -129,17 +129,6 @@ def _shape_from_config(shape):
 
 # ---------------------------------------------------------------------------
 # Calls and losses
-
-
-class _CallState(threading.local):
-    """The outermost layer call running on this thread (None between calls), and how
-    many shape probes (``compute_output_shape`` running a layer on zeros) are open."""
-
-    entry = None
-    probing = 0
-
-
-_CALLS = _CallState()
 
 
 def _plain(value) -> bool:
