@@ -476,6 +476,13 @@ class Model(Trainer, Layer):
             return None  # the graph builds the layers
         return super().get_build_config()
 
+    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
+        """A ``.keras`` archive of the model: its config, compile config and weights
+        (``jt.keras.models.load_model`` reads it; so does Keras for the layers both have)."""
+        from .model_config import save_model
+
+        save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
+
     def _obj_type(self) -> str:
         """"Functional" for a functional model (a ``Functional``, or a model whose first
         layer is an ``InputLayer``), "Model" for a subclassed one (Keras 3's

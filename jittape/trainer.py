@@ -425,13 +425,6 @@ class Trainer:
         if not self.__dict__.get("compiled"):
             raise ValueError(f"You must call `compile()` before using the model ({what}).")
 
-    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
-        """A ``.keras`` archive of the model: its config, compile config and weights
-        (``jt.keras.models.load_model`` reads it; so does Keras for the layers both have)."""
-        from .model_config import save_model
-
-        save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
-
     # -- metrics --------------------------------------------------------------------------
     @property
     def metrics(self) -> list:

@@ -180,5 +180,12 @@ class Sequential(Trainer, Layer):
             model._build_with(_shape_from_config(shape))
         return model
 
+    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
+        """A ``.keras`` archive of the model: its config, compile config and weights
+        (``jt.keras.models.load_model`` reads it; so does Keras)."""
+        from ..model_config import save_model
+
+        save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
+
     def __repr__(self):
         return f"<Sequential name={self.name!r}, layers={[l.name for l in self._stack]}>"
