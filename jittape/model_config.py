@@ -189,8 +189,9 @@ def clone_model(model, input_tensors=None, clone_function=None, call_function=No
     each layer rebuilt from its config by ``clone_function`` (default
     ``cls.from_config(layer.get_config())``). A Sequential or functional model is
     rebuilt layer by layer; a subclassed model from its own ``get_config()``."""
-    from .layers import Sequential
-    from .models import Input, Model
+    from .layers import Input
+    from .models import Model
+    from .sequential import Sequential
 
     if kwargs:
         raise TypeError(f"clone_model: unexpected keyword argument(s) {sorted(kwargs)}")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 
-from .. import _config
-from .. import keras_tensor as _kt
-from ..dtypes import as_dtype
-from ..trainer import Trainer
-from .base import Layer
-from .serialization import deserialize, serialize
-from .utils import _fmt_shape, _shape_from_config
+from . import _config
+from . import keras_tensor as _kt
+from .dtypes import as_dtype
+from .layers import Layer, deserialize, serialize
+from .layers.utils import _fmt_shape, _shape_from_config
+from .trainer import Trainer
 
 
 class Sequential(Trainer, Layer):
@@ -183,7 +182,7 @@ class Sequential(Trainer, Layer):
     def save(self, filepath, overwrite=True, zipped=None, **kwargs):
         """A ``.keras`` archive of the model: its config, compile config and weights
         (``jt.keras.models.load_model`` reads it; so does Keras)."""
-        from ..model_config import save_model
+        from .model_config import save_model
 
         save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
 
