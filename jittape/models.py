@@ -36,8 +36,9 @@ import numpy as np
 from . import nest
 from .errors import InvalidArgumentError
 from .keras_tensor import KerasTensor
-from .layers import Layer, _fmt_shape
+from .layers import Layer
 from .layers.input_layer import Input, InputLayer
+from .naming import _fmt_shape
 from .sequential import Sequential
 from .tensor import Tensor, Variable, convert_to_tensor
 from .trainer import Trainer

@@ -8,7 +8,8 @@ from . import _config
 from . import keras_tensor as _kt
 from .dtypes import as_dtype
 from .layers import Layer, deserialize, serialize
-from .layers.utils import _fmt_shape, _shape_from_config
+from .layers.utils import _shape_from_config
+from .naming import _fmt_shape
 from .trainer import Trainer
 
 

@@ -49,21 +49,6 @@ from .merging import (
 )
 from .reshaping import Identity, Lambda, Reshape
 
-# the private names of the module this package was, for the modules that import them
-# from here (``_unique_name``, ``_fmt_shape``, ``_CALLS``, ...); each is defined once
-from .activations import (  # noqa: F401
-    _LOGITS, _activation_name, _ActivationAttr, _forget_logits, _linear, _remember_logits,
-    _serialize_activation, _sigmoid, _silu, _softmax,
-)
-from .base import _LAYER_CLASSES, _layers_in  # noqa: F401
-from .core import _no_quantization, _validate_noise_shape  # noqa: F401
-from .serialization import _KERAS_MODULE  # noqa: F401
-from .utils import (  # noqa: F401
-    _CALLS, _as_input_shape, _batchless, _build_arg, _CallState, _fmt_shape, _init_arguments,
-    _is_shape, _name_counts, _per_example, _plain, _promote, _shape_from_config,
-    _shape_structure, _snake, _unique_name, _unseen, _wrap_build,
-)
-
 __all__ = [
     "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Input",
     "InputLayer", "get_activation", "ACTIVATIONS", "keras_logits", "serialize", "deserialize",

@@ -21,10 +21,11 @@ from .. import train as _train
 from ..dtypes import as_dtype
 from ..errors import InvalidArgumentError
 from ..module import Module, _is_non_trainable, _is_trainable, _is_variable
+from ..naming import _fmt_shape, _snake, _unique_name
 from ..tensor import Tensor, Variable, convert_to_tensor
 from .utils import (
-    _CALLS, _as_input_shape, _batchless, _fmt_shape, _init_arguments, _is_shape, _per_example,
-    _shape_from_config, _shape_structure, _snake, _unique_name, _unseen, _wrap_build,
+    _CALLS, _as_input_shape, _batchless, _init_arguments, _is_shape, _per_example,
+    _shape_from_config, _shape_structure, _unseen, _wrap_build,
 )
 
 

@@ -7,8 +7,8 @@ import numbers
 
 from ..dtypes import as_dtype
 from ..keras_tensor import KerasTensor, Node
+from ..naming import _fmt_shape, _unique_name
 from .base import Layer
-from .utils import _fmt_shape, _unique_name
 
 __all__ = ["InputLayer", "Input"]
 

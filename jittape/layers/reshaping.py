@@ -10,9 +10,9 @@ import numbers
 from .. import keras_tensor as _kt
 from .. import ops as _ops
 from ..errors import InvalidArgumentError
+from ..naming import _fmt_shape, _unique_name
 from ..tensor import Tensor
 from .base import Layer
-from .utils import _fmt_shape, _unique_name
 
 
 class Reshape(Layer):
