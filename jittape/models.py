@@ -1,4 +1,4 @@
-"""``jt.keras.Model``: subclassed and functional models, and ``jt.keras.Input``.
+"""``jt.keras.Model``: subclassed and functional models.
 
 Subclassing::
 
@@ -37,14 +37,12 @@ from . import nest
 from .errors import InvalidArgumentError
 from .keras_tensor import KerasTensor
 from .layers import Layer
-from .layers.input_layer import Input, InputLayer
+from .layers.input_layer import InputLayer
 from .naming import _fmt_shape
-from .sequential import Sequential
 from .tensor import Tensor, Variable, convert_to_tensor
 from .trainer import Trainer
 
-__all__ = ["Model", "Functional", "InputLayer", "Input", "Sequential", "clone_model",
-           "load_model", "save_model"]
+__all__ = ["Model", "Functional"]
 
 
 # ---------------------------------------------------------------------------
@@ -451,6 +449,3 @@ class Functional(Model):
     def __init__(self, inputs, outputs, name=None, trainable=True, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable,
                          **kwargs)
-
-
-from .model_config import clone_model, load_model, save_model  # noqa: E402,F401
