@@ -42,7 +42,7 @@ from . import constraints, regularizers  # noqa: F401
 from . import distributed  # noqa: F401
 from .module import Module, name_scope  # noqa: F401
 from . import metrics  # noqa: F401
-from .layers import Sequential  # noqa: F401
+from .sequential import Sequential  # noqa: F401
 from . import config  # noqa: F401
 from .function import Function, TensorSpec, function  # noqa: F401
 from .printing import print  # noqa: F401,A001 (tf.print)

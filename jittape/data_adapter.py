@@ -20,7 +20,42 @@ import numpy as np
 from . import nest
 from .tensor import Tensor, Variable, convert_to_tensor
 
-__all__ = ["make_adapter", "split_validation"]
+__all__ = ["make_adapter", "split_validation", "unpack_x_y_sample_weight",
+           "pack_x_y_sample_weight"]
+
+
+# ---------------------------------------------------------------------------
+# The elements of the data (Keras 3's data_adapter_utils)
+
+
+def unpack_x_y_sample_weight(data):
+    """``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)`` as three values (Keras' rule:
+    anything else is ``x`` alone)."""
+    if isinstance(data, list):
+        data = tuple(data)
+    if not isinstance(data, tuple):
+        return data, None, None
+    if len(data) == 1:
+        return data[0], None, None
+    if len(data) == 2:
+        return data[0], data[1], None
+    if len(data) == 3:
+        return data
+    raise ValueError(
+        "Data is expected to be in format `x`, `(x,)`, `(x, y)`, or `(x, y, sample_weight)`, "
+        f"found: {data!r:.200}")
+
+
+def pack_x_y_sample_weight(x, y=None, sample_weight=None):
+    if y is None:
+        return (x,)
+    if sample_weight is None:
+        return (x, y)
+    return (x, y, sample_weight)
+
+
+# ---------------------------------------------------------------------------
+# The adapters
 
 
 def _leaf_array(a, what):
@@ -211,8 +246,6 @@ class _Iterable:
         self._it = None
 
     def epoch(self, epoch):
-        from .trainer import unpack_x_y_sample_weight
-
         restartable = not (hasattr(self.data, "__next__") and iter(self.data) is self.data)
         if restartable or self._it is None:
             self._it = iter(self.data)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 
 import numpy as np
 
@@ -26,6 +27,22 @@ from .dtypes import as_dtype
 __all__ = ["KerasTensor", "Node", "is_symbolic", "symbolic_call"]
 
 _names = itertools.count()
+
+# the layer class an operator on a KerasTensor calls (``x + y``, ``x[:, 0]``); set by
+# ``jittape.layers.reshaping`` when it defines it, so that this module imports no layer
+_OP_LAYER = None
+
+
+class _CallState(threading.local):
+    """The outermost layer call running on this thread (None between calls), and how
+    many shape probes (``compute_output_shape`` running a layer on zeros, the probes of
+    a symbolic call) are open. Layers read it; ``isolated`` counts its probes in it."""
+
+    entry = None
+    probing = 0
+
+
+_CALLS = _CallState()
 
 
 def _fmt(shape) -> str:
@@ -79,9 +96,7 @@ class KerasTensor:
 
     # operators become layer calls, as on Keras' symbolic tensors
     def _op(self, name, fn, *others):
-        from .layers.reshaping import _OpLayer
-
-        return _OpLayer(fn, name)([self, *others] if others else self)
+        return _OP_LAYER(fn, name)([self, *others] if others else self)
 
     def __add__(self, o):
         return self._op("add", lambda a, b: a + b, o)
@@ -124,7 +139,6 @@ class KerasTensor:
 
     def __getitem__(self, key):
         return self._op("get_item", lambda a: a[key])
-
 
 
 def is_symbolic(inputs, args=(), kwargs=None) -> bool:
@@ -172,12 +186,10 @@ def _probe_value(t: KerasTensor, size: int):
 def isolated():
     """Run eagerly, outside every tape and trace, adding no layer losses (and without
     numpy's float warnings): for the probe calls that find shapes."""
-    from .layers import _CALLS  # a probe adds no losses to the layers it runs
-
     local = _state.local
     saved = local.tapes, local.tracers
     local.tapes, local.tracers = [], []
-    _CALLS.probing += 1
+    _CALLS.probing += 1  # a probe adds no losses to the layers it runs
     try:
         with np.errstate(all="ignore"):
             yield

@@ -35,8 +35,8 @@ from . import _config
 from . import losses as _losses
 from . import ops as _ops
 from .dtypes import as_dtype
-from .layers import _snake, _unique_name
 from .module import Module, _is_non_trainable, _is_trainable, _is_variable
+from .naming import _snake, _unique_name
 from .tensor import Tensor, Variable, convert_to_tensor
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""``jt.keras.Model``: subclassed and functional models, and ``jt.keras.Input``.
+"""``jt.keras.Model``: subclassed and functional models.
 
 Subclassing::
 
@@ -34,79 +34,15 @@ import numbers
 import numpy as np
 
 from . import nest
-from .dtypes import as_dtype
 from .errors import InvalidArgumentError
-from .keras_tensor import KerasTensor, Node
-from .layers import Layer, Sequential, _fmt_shape, _unique_name
+from .keras_tensor import KerasTensor
+from .layers import Layer
+from .layers.input_layer import InputLayer
+from .naming import _fmt_shape
 from .tensor import Tensor, Variable, convert_to_tensor
 from .trainer import Trainer
 
-__all__ = ["Model", "Functional", "InputLayer", "Input", "Sequential", "clone_model",
-           "load_model", "save_model"]
-
-
-# ---------------------------------------------------------------------------
-# Input
-
-
-class InputLayer(Layer):
-    """The layer behind ``jt.keras.Input``: it holds the symbolic input tensor."""
-
-    def __init__(self, shape=None, batch_size=None, dtype=None, name=None, batch_shape=None,
-                 sparse=None, ragged=None, optional=False, batch_input_shape=None, **kwargs):
-        if sparse or ragged:
-            raise ValueError("InputLayer: sparse and ragged inputs are not supported by jittape")
-        if optional:
-            raise ValueError("InputLayer: optional inputs are not supported by jittape")
-        if batch_shape is None and batch_input_shape is not None:  # Keras 2's name
-            batch_shape = batch_input_shape
-        if batch_shape is None:
-            if shape is None:
-                raise ValueError("You must pass a `shape` argument to Input (the shape of one "
-                                 "sample, without the batch dimension), e.g. Input(shape=(4,))")
-            if isinstance(shape, numbers.Integral):
-                shape = (shape,)
-            batch_shape = (batch_size,) + tuple(shape)
-        elif shape is not None:
-            raise ValueError("Input: pass either shape or batch_shape, not both")
-        batch_shape = tuple(None if d is None else int(d) for d in batch_shape)
-        for d in batch_shape:
-            if d is not None and d < 0:
-                raise ValueError(f"Input: negative dimension in shape {_fmt_shape(batch_shape)}")
-        super().__init__(name=name or _unique_name("input_layer"), dtype=None, **kwargs)
-        self._input_dtype_ = as_dtype(dtype if dtype is not None else "float32")
-        self.batch_shape = batch_shape
-        self.output = KerasTensor(batch_shape, self._input_dtype_, name=self.name,
-                                  history=(self, 0, 0))
-        self.__dict__["_inbound_nodes"] = [Node(self, [], (), {}, self.output)]
-        self.built = True
-
-    @property
-    def dtype(self):
-        return self._input_dtype_
-
-    def call(self, inputs):
-        return inputs
-
-    def get_config(self):
-        return {"batch_shape": list(self.batch_shape), "dtype": self.dtype.name,
-                "sparse": False, "ragged": False, "name": self.name, "optional": False}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
-
-def Input(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None, name=None,
-          tensor=None, optional=False):
-    """A symbolic input of a functional model: ``shape`` is one sample's shape (no
-    batch dimension); ``None`` marks a dimension of any size."""
-    if tensor is not None:
-        raise ValueError("Input(tensor=...) is not supported by jittape")
-    if optional:
-        raise ValueError("Input(optional=True) is not supported by jittape")
-    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, name=name,
-                      batch_shape=batch_shape, sparse=sparse).output
+__all__ = ["Model", "Functional"]
 
 
 # ---------------------------------------------------------------------------
@@ -476,6 +412,22 @@ class Model(Trainer, Layer):
             return None  # the graph builds the layers
         return super().get_build_config()
 
+    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
+        """A ``.keras`` archive of the model: its config, compile config and weights
+        (``jt.keras.models.load_model`` reads it; so does Keras for the layers both have)."""
+        from .model_config import save_model
+
+        save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
+
+    def _obj_type(self) -> str:
+        """"Functional" for a functional model (a ``Functional``, or a model whose first
+        layer is an ``InputLayer``), "Model" for a subclassed one (Keras 3's
+        ``_obj_type``: which walk a ``.weights.h5`` file gets)."""
+        if isinstance(self, Functional):
+            return "Functional"
+        first = self.layers[:1]
+        return "Functional" if first and isinstance(first[0], InputLayer) else "Model"
+
     # -- summary --------------------------------------------------------------------------
     def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False,
                 show_trainable=False, layer_range=None):
@@ -497,6 +449,3 @@ class Functional(Model):
     def __init__(self, inputs, outputs, name=None, trainable=True, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable,
                          **kwargs)
-
-
-from .model_config import clone_model, load_model, save_model  # noqa: E402,F401

@@ -28,10 +28,12 @@ snake case, numbered within that list (``dense``, ``dense_1``); a dict is walked
 values in insertion order. Names given to layers never appear in paths, so a file loads
 into any instance of the same architecture, whatever its layers are called.
 
-Which walk a model gets: ``jt.Sequential``'s; a functional model's when its class is
+Which walk an object gets is what its ``_obj_type()`` says (Keras 3's
+``KerasSaveable._obj_type``): ``jt.Sequential``'s; a functional model's when its class is
 jittape's ``Functional``, or jittape's ``Model`` with an ``InputLayer`` first in its
-``layers``; a subclassed model's for jittape's ``Model`` otherwise; a layer's for the rest.
-A class can say which with ``_keras_saving_kind = "Sequential"``, ``"Functional"``,
+``layers``; a subclassed model's for jittape's ``Model`` otherwise; a layer's for the
+rest, an optimizer's for an optimizer; objects without ``_obj_type`` are not saved. A
+layer's class can say which with ``_keras_saving_kind = "Sequential"``, ``"Functional"``,
 ``"Model"`` or ``"Layer"``.
 
 ``load_weights`` checks the whole file against the model before it assigns anything:
@@ -82,59 +84,52 @@ def _sort_key(attr: str) -> str:
     return "~" + attr if attr.startswith("_") else attr  # private attributes last
 
 
-def _jittape_class(obj, name: str) -> bool:
-    return any(c.__name__ == name and c.__module__.startswith("jittape")
-               for c in type(obj).__mro__)
+def _obj_type(obj) -> str | None:
+    """What ``obj`` says it is (Keras 3's ``KerasSaveable._obj_type``): "Layer",
+    "Sequential", "Functional", "Model" or "Optimizer"; None for an object that does not
+    say (it is not saved)."""
+    obj_type = getattr(type(obj), "_obj_type", None)  # on the class: not a class itself
+    return None if obj_type is None else obj_type(obj)
 
 
 def _kind(obj) -> str | None:
     """How the walk treats ``obj``: "Sequential", "Functional", "Model" (subclassed),
     "Layer", "Optimizer", or None (not saved)."""
-    from .layers import Layer, Sequential
-    from .optimizers import Optimizer
-
-    if isinstance(obj, Optimizer):
-        return "Optimizer"
-    if not isinstance(obj, Layer):
-        return None
-    kind = getattr(obj, "_keras_saving_kind", None)  # a model may say which it is
-    if kind is not None:
+    kind = _obj_type(obj)
+    if kind is None or kind == "Optimizer":
         return kind
-    if isinstance(obj, Sequential):
-        return "Sequential"
-    if _jittape_class(obj, "Functional"):
-        return "Functional"
-    if _jittape_class(obj, "Model"):
-        first = obj.layers[:1]
-        return "Functional" if first and _jittape_class(first[0], "InputLayer") else "Model"
-    return "Layer"
+    said = getattr(obj, "_keras_saving_kind", None)  # a model may say which it is
+    return kind if said is None else said
+
+
+def _saveable_base(obj) -> type:
+    """The base class of ``obj``'s kind: the first class (from ``object`` up) of its
+    MRO that defines ``_obj_type`` (jittape's ``Layer`` or ``Optimizer``)."""
+    return [c for c in type(obj).__mro__ if "_obj_type" in c.__dict__][-1]
 
 
 _SKIP: dict = {}
 
 
-def _skipped(kind: str) -> frozenset:
+def _skipped(kind: str, obj) -> frozenset:
     """The attributes the walk does not visit: those of a bare jittape ``Layer`` (or
     ``Optimizer``), as Keras skips those of its bare ``Layer``. A bare jittape layer has
     a ``layers`` property, a bare Keras layer does not: it is walked on models only."""
-    skip = _SKIP.get(kind)
+    base = _saveable_base(obj)
+    skip = _SKIP.get((kind, base))
     if skip is None:
         if kind == "Optimizer":
-            from .optimizers import Optimizer
-
             try:
-                skip = set(dir(Optimizer(learning_rate=1.0, name="saving_probe")))
+                skip = set(dir(base(learning_rate=1.0, name="saving_probe")))
             except TypeError:  # a base class that cannot be made: its class attributes
-                skip = set(dir(Optimizer))
+                skip = set(dir(base))
         else:
-            from .layers import Layer
-
-            skip = set(dir(Layer(name="saving_probe")))  # a name: no counter advances
+            skip = set(dir(base(name="saving_probe")))  # a name: no counter advances
             if kind == "Model":
                 skip.discard("layers")
             elif kind == "Functional":
                 skip |= {"operations", "_operations"}
-        _SKIP[kind] = skip = frozenset(skip)
+        _SKIP[(kind, base)] = skip = frozenset(skip)
     return skip
 
 
@@ -142,7 +137,7 @@ def _children(obj, kind: str):
     """``(attribute, value)`` pairs the walk visits below ``obj``, in order."""
     if kind in ("Sequential", "Functional"):
         yield "layers", list(obj.layers)
-    skip = _skipped(kind)
+    skip = _skipped(kind, obj)
     for attr in sorted(dir(obj), key=_sort_key):
         if attr.startswith("__") or attr in skip:
             continue
@@ -264,9 +259,7 @@ def _describe(obj) -> str:
 
 
 def _check_model(model, what):
-    from .layers import Layer
-
-    if not isinstance(model, Layer):
+    if _obj_type(model) in (None, "Optimizer"):  # a layer or model says another type
         raise TypeError(f"{what}: expected a jt.layers.Layer or model, got {type(model).__name__}")
 
 
@@ -468,9 +461,7 @@ def load_weights(model, filepath, skip_mismatch=False):
 
 
 def _is_optimizer(obj) -> bool:
-    from .optimizers import Optimizer
-
-    return isinstance(obj, Optimizer)
+    return _obj_type(obj) == "Optimizer"
 
 
 def _hard_child(h5py, parent, name, want, where):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .layers import _fmt_shape
+from .naming import _fmt_shape
 
 __all__ = ["print_summary"]
 

@@ -54,10 +54,12 @@ def _is_trackable(obj) -> bool:
 
 
 def _children(obj) -> list:
-    """``(name, child)`` pairs of one object, in a stable order."""
-    from .layers import Layer, Sequential
-    from .optimizers import Optimizer
+    """``(name, child)`` pairs of one object, in a stable order.
 
+    An object that defines ``_checkpoint_children()`` says what it holds (a layer: its
+    own weights, then its attributes; a ``Sequential``: its layers; an optimizer: its
+    variables that are not slots), as TF's ``Trackable._trackable_children`` does; any
+    other object is followed through its attributes."""
     if isinstance(obj, (Checkpoint, _Roots)):
         return list(obj._objects.items())
     if isinstance(obj, (list, tuple, dict)):  # a container given to the Checkpoint
@@ -65,26 +67,22 @@ def _children(obj) -> list:
         for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
             out += _values(str(k), v)
         return out
-    if isinstance(obj, Optimizer):  # iterations, the learning rate, shared variables
-        return obj._checkpoint_children()
+    own = getattr(type(obj), "_checkpoint_children", None)
+    if own is not None:
+        return own(obj)
+    return _attribute_children(obj)
+
+
+def _attribute_children(obj, skip=()) -> list:
+    """``(name, child)`` pairs of ``obj``'s attributes that a checkpoint follows
+    (variables, trackable objects, and lists and dicts of them), in attribute order;
+    names in ``skip`` are left out (an object's own bookkeeping)."""
     out = []
-    if isinstance(obj, Layer):
-        prefix = obj.name + "/"
-        for v in obj._own_weights:
-            local = v._name[len(prefix):] if v._name.startswith(prefix) else v._name
-            out.append((local, v))
-        if isinstance(obj, Sequential):
-            out += [(f"layer-{i}", layer) for i, layer in enumerate(obj._stack)]
-            return out
-    skip = _LAYER_INTERNALS if isinstance(obj, Layer) else ()
     for k, v in vars(obj).items():
         if k.startswith("__") or k in skip:
             continue
         out += _values(k, v)
     return out
-
-
-_LAYER_INTERNALS = frozenset({"_sublayers", "_own_weights", "_stack"})
 
 
 def _values(name, v) -> list:
@@ -107,9 +105,9 @@ def _values(name, v) -> list:
 def _walk(root):
     """``(variables, objects, slots)``: path -> Variable, path -> trackable object, and
     ``(optimizer path, optimizer)`` pairs, each object visited once (the first path to
-    it wins, as in TF's object graph)."""
-    from .optimizers import Optimizer
-
+    it wins, as in TF's object graph). An object whose class sets
+    ``_checkpoint_has_slots`` (an optimizer) has its ``_slots`` saved too, under the
+    paths of their variables."""
     variables: dict = {}
     objects: dict = {}
     optimizers: list = []
@@ -124,7 +122,7 @@ def _walk(root):
             variables[path] = obj
             continue
         objects[path] = obj
-        if isinstance(obj, Optimizer):
+        if getattr(type(obj), "_checkpoint_has_slots", False):
             optimizers.append((path, obj))
         for name, child in _children(obj):
             stack.append((f"{path}/{name}" if path else name, child))
@@ -218,9 +216,6 @@ class _Restore:
     def _check_structure(self, variables: dict, objects: dict):
         """Fail on an existing variable the checkpoint lacks inside an object whose other
         variables it holds (another structure, not a variable made later)."""
-        from .layers import Layer
-        from .optimizers import Optimizer
-
         saved = self.matched | set(self.pending)
         for p, v in variables.items():
             if p in saved or f"/{_SLOTS}/" in p:
@@ -238,7 +233,8 @@ class _Restore:
                 continue
             parent = p.rsplit("/", 1)[0] if "/" in p else ""
             obj = objects.get(parent)
-            if isinstance(obj, (Layer, Optimizer)):  # an unbuilt one makes variables later
+            if hasattr(type(obj), "_checkpoint_children"):
+                # a layer or an optimizer: an unbuilt one makes its variables later
                 built = getattr(obj, "built", True)
             else:
                 built = obj is not None

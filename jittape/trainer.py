@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 from . import nest
+from .data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight  # noqa: F401
 from .tensor import Tensor, Variable, convert_to_tensor
 
 __all__ = ["Trainer"]
@@ -112,32 +113,6 @@ class _BatchLogs(dict):
     def copy(self):
         self._fill()
         return dict(self)
-
-
-def unpack_x_y_sample_weight(data):
-    """``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)`` as three values (Keras' rule:
-    anything else is ``x`` alone)."""
-    if isinstance(data, list):
-        data = tuple(data)
-    if not isinstance(data, tuple):
-        return data, None, None
-    if len(data) == 1:
-        return data[0], None, None
-    if len(data) == 2:
-        return data[0], data[1], None
-    if len(data) == 3:
-        return data
-    raise ValueError(
-        "Data is expected to be in format `x`, `(x,)`, `(x, y)`, or `(x, y, sample_weight)`, "
-        f"found: {data!r:.200}")
-
-
-def pack_x_y_sample_weight(x, y=None, sample_weight=None):
-    if y is None:
-        return (x,)
-    if sample_weight is None:
-        return (x, y)
-    return (x, y, sample_weight)
 
 
 # ---------------------------------------------------------------------------
@@ -424,13 +399,6 @@ class Trainer:
     def _assert_compiled(self, what):
         if not self.__dict__.get("compiled"):
             raise ValueError(f"You must call `compile()` before using the model ({what}).")
-
-    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
-        """A ``.keras`` archive of the model: its config, compile config and weights
-        (``jt.keras.models.load_model`` reads it; so does Keras for the layers both have)."""
-        from .model_config import save_model
-
-        save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
 
     # -- metrics --------------------------------------------------------------------------
     @property

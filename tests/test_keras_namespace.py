@@ -28,7 +28,8 @@ def test_same_objects_as_the_short_forms():
 
 def test_model_input_and_models_are_exported():
     assert jt.keras.Model is jt.Model is jt.keras.models.Model
-    assert jt.keras.Input is jt.keras.layers.Input
+    assert jt.keras.Input is jt.keras.layers.Input is jt.layers.Input
+    assert jt.keras.InputLayer is jt.keras.layers.InputLayer is jt.layers.InputLayer
     assert jt.keras.models.Sequential is jt.Sequential
     from jittape.keras.models import Model  # noqa: F401
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):

@@ -30,11 +30,8 @@ ranks of one machine share its cores.
 
 from __future__ import annotations
 
-import sys
-
-from ..ops import collective as _coll
-from . import _world
 from ._world import DEFAULT_TIMEOUT, LayoutError  # noqa: F401
+from ._world import _the_world, init, is_initialized, set_timeout  # noqa: F401
 from .gradients import (  # noqa: F401
     DistributedGradientTape, DistributedOptimizer, allreduce, allreduce_gradients,
     broadcast, broadcast_variables,
@@ -45,33 +42,6 @@ __all__ = [
     "set_timeout", "allreduce", "allreduce_gradients", "broadcast", "broadcast_variables",
     "DistributedGradientTape", "DistributedOptimizer", "DataParallel", "LayoutError",
 ]
-
-
-def init(timeout: float | None = None, threads_per_rank: int | None = None) -> None:
-    """Join the MPI job this process was started in (``mpiexec -n N``; a process started
-    alone is a job of one rank). Calling it again does nothing.
-
-    ``timeout``: seconds a collective step may take before the job is aborted (default
-    ``JITTAPE_COLLECTIVE_TIMEOUT`` or 300). ``threads_per_rank``: threads for this
-    rank's compiled loops and BLAS (default ``JITTAPE_THREADS_PER_RANK``, or the
-    machine's cores divided by its ranks)."""
-    if is_initialized():
-        if timeout is not None:
-            set_timeout(timeout)
-        return
-    world = _world.MPIWorld(timeout, threads_per_rank)
-    _coll.WORLD[0] = world
-    _install_excepthook(world)
-
-
-def is_initialized() -> bool:
-    return isinstance(_coll.WORLD[0], _world.MPIWorld)
-
-
-def _the_world() -> _world.MPIWorld:
-    if not is_initialized():
-        init()
-    return _coll.WORLD[0]
 
 
 def rank() -> int:
@@ -97,28 +67,6 @@ def local_size() -> int:
 def barrier() -> None:
     """Wait until every rank gets here (with the collective timeout)."""
     _the_world().barrier()
-
-
-def set_timeout(seconds: float) -> None:
-    """Seconds a collective step may take before the job is aborted."""
-    seconds = float(seconds)
-    if seconds <= 0:
-        raise ValueError(f"jittape.distributed: timeout must be positive, got {seconds}")
-    _the_world().timeout = seconds
-
-
-def _install_excepthook(world) -> None:
-    previous = sys.excepthook
-
-    def hook(kind, value, tb):
-        try:
-            previous(kind, value, tb)
-        finally:
-            if world.size > 1 and not world._aborting:
-                world.abort(f"uncaught {kind.__name__} (traceback above)",
-                            code=1)
-
-    sys.excepthook = hook
 
 
 def __getattr__(name):

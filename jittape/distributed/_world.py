@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from ..backends import blas, collective as _ctables
+from ..ops import collective as _coll
 
 DEFAULT_TIMEOUT = 300.0  # seconds; JITTAPE_COLLECTIVE_TIMEOUT or init(timeout=)
 ABORT_CODE = 134  # the job's exit status when a rank aborts it
@@ -243,3 +244,56 @@ def _first_difference(a: dict, b: dict, rank: int) -> str:
                     f"{min(len(xs), len(ys))}: the first one rank {fewer} lacks is "
                     f"{_fmt(extra)}")
     return f"rank {rank} differs from rank 0"
+
+
+# ---------------------------------------------------------------------------
+# This process's world (jittape.distributed's init, is_initialized, set_timeout)
+
+
+def init(timeout: float | None = None, threads_per_rank: int | None = None) -> None:
+    """Join the MPI job this process was started in (``mpiexec -n N``; a process started
+    alone is a job of one rank). Calling it again does nothing.
+
+    ``timeout``: seconds a collective step may take before the job is aborted (default
+    ``JITTAPE_COLLECTIVE_TIMEOUT`` or 300). ``threads_per_rank``: threads for this
+    rank's compiled loops and BLAS (default ``JITTAPE_THREADS_PER_RANK``, or the
+    machine's cores divided by its ranks)."""
+    if is_initialized():
+        if timeout is not None:
+            set_timeout(timeout)
+        return
+    world = MPIWorld(timeout, threads_per_rank)
+    _coll.WORLD[0] = world
+    _install_excepthook(world)
+
+
+def is_initialized() -> bool:
+    return isinstance(_coll.WORLD[0], MPIWorld)
+
+
+def _the_world() -> MPIWorld:
+    if not is_initialized():
+        init()
+    return _coll.WORLD[0]
+
+
+def set_timeout(seconds: float) -> None:
+    """Seconds a collective step may take before the job is aborted."""
+    seconds = float(seconds)
+    if seconds <= 0:
+        raise ValueError(f"jittape.distributed: timeout must be positive, got {seconds}")
+    _the_world().timeout = seconds
+
+
+def _install_excepthook(world) -> None:
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        try:
+            previous(kind, value, tb)
+        finally:
+            if world.size > 1 and not world._aborting:
+                world.abort(f"uncaught {kind.__name__} (traceback above)",
+                            code=1)
+
+    sys.excepthook = hook

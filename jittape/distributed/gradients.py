@@ -21,11 +21,7 @@ from . import _world
 
 
 def _world_or_init():
-    from . import init, is_initialized
-
-    if not is_initialized():
-        init()
-    return _coll.WORLD[0]
+    return _world._the_world()
 
 
 def _eager(tensors) -> bool:

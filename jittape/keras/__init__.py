@@ -2,8 +2,9 @@
 
 ``jt.keras.layers`` *is* ``jt.layers`` (likewise ``optimizers``, ``losses``,
 ``metrics``, ``initializers``, ``regularizers``, ``constraints``); ``activations``,
-``callbacks``, ``utils`` and ``backend`` live here. ``from jittape.keras.layers import
-Dense`` works.
+``callbacks``, ``utils``, ``backend`` and ``models`` (the models, ``clone_model``,
+``load_model``, ``save_model``) live here. ``from jittape.keras.layers import Dense``
+works.
 """
 
 from __future__ import annotations
@@ -11,21 +12,21 @@ from __future__ import annotations
 import sys as _sys
 
 from .. import constraints, initializers, layers, losses, metrics, optimizers, regularizers
-from ..layers import Layer, Sequential  # noqa: F401
+from ..layers import Input, InputLayer, Layer  # noqa: F401
 from ..metrics import Metric  # noqa: F401
 from ..optimizers import schedules as _schedules
-from .. import models  # noqa: F401
-from ..models import Input, InputLayer, Model  # noqa: F401
+from ..models import Model  # noqa: F401
+from ..sequential import Sequential  # noqa: F401
 
 # the short forms' modules under their Keras paths, so that ``import jittape.keras.layers``
 # and ``from jittape.keras.optimizers.schedules import ExponentialDecay`` find them
 for _name, _mod in (("layers", layers), ("optimizers", optimizers), ("losses", losses),
                     ("metrics", metrics), ("initializers", initializers),
                     ("regularizers", regularizers), ("constraints", constraints),
-                    ("optimizers.schedules", _schedules), ("models", models)):
+                    ("optimizers.schedules", _schedules)):
     _sys.modules.setdefault(f"{__name__}.{_name}", _mod)
 
-from . import activations, backend, callbacks, utils  # noqa: E402,F401
+from . import activations, backend, callbacks, models, utils  # noqa: E402,F401
 
 __all__ = ["layers", "optimizers", "losses", "metrics", "initializers", "regularizers",
            "constraints", "activations", "callbacks", "utils", "backend", "Sequential", "Layer",

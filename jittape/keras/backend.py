@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import layers as _layers
+from .. import naming as _naming
 
 __all__ = ["clear_session", "floatx", "epsilon"]
 
@@ -10,7 +10,7 @@ __all__ = ["clear_session", "floatx", "epsilon"]
 def clear_session():
     """Forget the automatic names given so far (Keras' ``clear_session``): the next
     ``Dense()`` is named ``"dense"`` again. Variables and compiled functions stay."""
-    _layers._name_counts.clear()
+    _naming._name_counts.clear()
 
 
 def floatx() -> str:

@@ -1,4 +1,5 @@
-"""``jt.layers``: Keras-style layers and ``Sequential``, written with jittape's public ops.
+"""``jt.layers``: Keras-style layers and ``Input``, written with jittape's public ops
+(``Sequential`` and ``Model`` are models: ``jt.Sequential``, ``jt.keras.Model``).
 
 A layer creates its weights (``jt.Variable``) on its first call, from the shape of
 that input (or at once, when the first layer of a ``Sequential`` is given
@@ -38,8 +39,8 @@ from __future__ import annotations
 from .activations import ACTIVATIONS, get_activation, keras_logits
 from .base import Layer
 from .core import Activation, Dense, Dropout, Flatten
+from .input_layer import Input, InputLayer
 from .normalization import BatchNormalization
-from .sequential import Sequential
 from .serialization import deserialize, serialize
 # the layers that combine and reshape tensors
 from .merging import (
@@ -48,33 +49,11 @@ from .merging import (
 )
 from .reshaping import Identity, Lambda, Reshape
 
-# the private names of the module this package was, for the modules that import them
-# from here (``_unique_name``, ``_fmt_shape``, ``_CALLS``, ...); each is defined once
-from .activations import (  # noqa: F401
-    _LOGITS, _activation_name, _ActivationAttr, _forget_logits, _linear, _remember_logits,
-    _serialize_activation, _sigmoid, _silu, _softmax,
-)
-from .base import _LAYER_CLASSES, _layers_in  # noqa: F401
-from .core import _no_quantization, _validate_noise_shape  # noqa: F401
-from .serialization import _KERAS_MODULE  # noqa: F401
-from .utils import (  # noqa: F401
-    _CALLS, _as_input_shape, _batchless, _build_arg, _CallState, _fmt_shape, _init_arguments,
-    _is_shape, _name_counts, _per_example, _plain, _promote, _shape_from_config,
-    _shape_structure, _snake, _unique_name, _unseen, _wrap_build,
-)
-
 __all__ = [
-    "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Sequential",
-    "get_activation", "ACTIVATIONS", "keras_logits", "serialize", "deserialize",
+    "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Input",
+    "InputLayer", "get_activation", "ACTIVATIONS", "keras_logits", "serialize", "deserialize",
     "Add", "Average", "Concatenate", "Dot", "Identity", "Lambda", "Maximum", "Minimum",
     "Multiply", "Reshape", "Subtract", "add", "average", "concatenate", "dot", "maximum",
     "minimum", "multiply", "subtract",
 ]
 
-
-def __getattr__(name):
-    if name in ("Input", "InputLayer"):  # jt.keras.layers.Input, as Keras exports it
-        from .. import models
-
-        return getattr(models, name)
-    raise AttributeError(f"module 'jittape.layers' has no attribute {name!r}")

@@ -17,15 +17,21 @@ from .. import keras_tensor as _kt
 from .. import regularizers as _regularizers
 from .. import nest
 from .. import ops as _ops
+from .. import train as _train
 from ..dtypes import as_dtype
 from ..errors import InvalidArgumentError
 from ..module import Module, _is_non_trainable, _is_trainable, _is_variable
+from ..naming import _fmt_shape, _snake, _unique_name
 from ..tensor import Tensor, Variable, convert_to_tensor
 from .utils import (
-    _CALLS, _as_input_shape, _batchless, _fmt_shape, _init_arguments, _is_shape, _per_example,
-    _shape_from_config, _shape_structure, _snake, _unique_name, _unseen, _wrap_build,
+    _CALLS, _as_input_shape, _batchless, _init_arguments, _is_shape, _per_example,
+    _shape_from_config, _shape_structure, _unseen, _wrap_build,
 )
 
+
+# the attributes of a layer that a checkpoint does not follow: its bookkeeping of the
+# sublayers and weights it reaches otherwise
+_LAYER_INTERNALS = frozenset({"_sublayers", "_own_weights", "_stack"})
 
 # jittape's layer classes by name, for ``deserialize`` (a class defined in a jittape
 # module registers itself; the user's come from ``custom_objects``)
@@ -580,7 +586,26 @@ class Layer(Module):
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r}, built={self.built}>"
 
-    # -- saving ------------------------------------------------------------------------
+    # -- checkpoints and saving ----------------------------------------------------------
+    def _checkpoint_own_weights(self) -> list:
+        """``(name, variable)`` of this layer's own weights, each named without the
+        layer's name (``kernel``, not ``dense/kernel``)."""
+        prefix = self.name + "/"
+        return [(v._name[len(prefix):] if v._name.startswith(prefix) else v._name, v)
+                for v in self._own_weights]
+
+    def _checkpoint_children(self) -> list:
+        """What a ``jt.train.Checkpoint`` follows below this layer (TF's
+        ``Trackable._trackable_children``): its own weights, then its attributes
+        (sublayers, variables, lists and dicts of them) in assignment order."""
+        return self._checkpoint_own_weights() + _train._attribute_children(
+            self, skip=_LAYER_INTERNALS)
+
+    def _obj_type(self) -> str:
+        """What the ``.weights.h5`` writer takes this object for (Keras 3's
+        ``KerasSaveable._obj_type``): a layer."""
+        return "Layer"
+
     def save_weights(self, filepath, overwrite=True):
         """Write the weights to a Keras 3 ``.weights.h5`` file (``Model.save_weights``'s
         layout, so Keras loads it into the same architecture); see ``jittape.saving``.

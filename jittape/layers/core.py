@@ -13,10 +13,11 @@ from .. import ops as _ops
 from .. import random as _random
 from .. import regularizers as _regularizers
 from ..errors import InvalidArgumentError
+from ..naming import _fmt_shape
 from ..tensor import Tensor, Variable, convert_to_tensor
 from .activations import _activation_name, _ActivationAttr, _serialize_activation, get_activation
 from .base import Layer
-from .utils import _fmt_shape, _promote
+from .utils import _promote
 
 
 # ---------------------------------------------------------------------------

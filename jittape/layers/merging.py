@@ -7,8 +7,8 @@ import numbers
 
 from .. import ops as _ops
 from ..errors import InvalidArgumentError
+from ..naming import _fmt_shape
 from .base import Layer
-from .utils import _fmt_shape
 
 
 class _Merge(Layer):

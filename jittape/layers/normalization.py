@@ -9,8 +9,9 @@ from .. import initializers as _init
 from .. import ops as _ops
 from .. import regularizers as _regularizers
 from ..errors import InvalidArgumentError
+from ..naming import _fmt_shape
 from .base import Layer
-from .utils import _fmt_shape, _promote
+from .utils import _promote
 
 
 class BatchNormalization(Layer):

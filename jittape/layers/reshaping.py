@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 import numbers
 
+from .. import keras_tensor as _kt
 from .. import ops as _ops
 from ..errors import InvalidArgumentError
+from ..naming import _fmt_shape, _unique_name
 from ..tensor import Tensor
 from .base import Layer
-from .utils import _fmt_shape, _unique_name
 
 
 class Reshape(Layer):
@@ -102,3 +103,6 @@ class _OpLayer(Layer):
         if isinstance(inputs, list):
             return self._fn(*inputs)
         return self._fn(inputs)
+
+
+_kt._OP_LAYER = _OpLayer  # the layer an operator on a KerasTensor calls

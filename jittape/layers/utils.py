@@ -1,40 +1,21 @@
-"""What ``Layer`` needs besides the class: unique names, shapes and how they print, the
-``build`` wrapper, this thread's call state, automatic configs and activity penalties."""
+"""What ``Layer`` needs besides the class: shapes, the ``build`` wrapper, automatic
+configs and activity penalties (names and printed shapes: ``jittape.naming``; this
+thread's call state: ``jittape.keras_tensor``)."""
 
 from __future__ import annotations
 
-import collections
 import functools
 import inspect
 import numbers
-import re
-import threading
 
 from .. import ops as _ops
 from .. import train as _train
+from ..keras_tensor import _CALLS, _CallState  # noqa: F401 - this thread's layer calls
 from ..tensor import Tensor, convert_to_tensor
 
 
 # ---------------------------------------------------------------------------
-# Names and shapes
-
-_name_counts: collections.Counter = collections.Counter()
-
-
-def _unique_name(prefix: str) -> str:
-    n = _name_counts[prefix]
-    _name_counts[prefix] += 1
-    return prefix if n == 0 else f"{prefix}_{n}"
-
-
-def _snake(name: str) -> str:
-    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
-
-
-def _fmt_shape(shape) -> str:
-    dims = ", ".join("None" if d is None else str(d) for d in shape)
-    return f"({dims},)" if len(shape) == 1 else f"({dims})"
+# Shapes
 
 
 def _is_shape(s) -> bool:
@@ -129,17 +110,6 @@ def _shape_from_config(shape):
 
 # ---------------------------------------------------------------------------
 # Calls and losses
-
-
-class _CallState(threading.local):
-    """The outermost layer call running on this thread (None between calls), and how
-    many shape probes (``compute_output_shape`` running a layer on zeros) are open."""
-
-    entry = None
-    probing = 0
-
-
-_CALLS = _CallState()
 
 
 def _plain(value) -> bool:

@@ -15,7 +15,8 @@ from .. import _config
 from .. import ops as _ops
 from ..dtypes import as_dtype
 from ..errors import InvalidArgumentError
-from ..layers import _snake, _unique_name, keras_logits
+from ..layers import keras_logits
+from ..naming import _snake, _unique_name
 from ..tensor import Tensor, Variable, convert_to_tensor
 
 

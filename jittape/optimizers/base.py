@@ -100,6 +100,9 @@ class Optimizer:
     _slot_names: tuple = ()
     # set by jt.distributed.DistributedOptimizer: (grads, variables) -> reduced grads
     _reduce_gradients = None
+    # jt.train.Checkpoint saves the slot variables (``_slots``) under the paths of the
+    # variables they belong to, as TF saves an optimizer's slots
+    _checkpoint_has_slots = True
 
     def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None,
                  global_clipnorm=None, use_ema=False, ema_momentum=0.99,
@@ -328,6 +331,11 @@ class Optimizer:
         return [self._iterations] + ([self._lr] if self._lr is not None else []) + list(
             self._slot_variables
         )
+
+    def _obj_type(self) -> str:
+        """What the ``.weights.h5`` writer takes this object for (Keras 3's
+        ``KerasSaveable._obj_type``)."""
+        return "Optimizer"
 
     def _checkpoint_children(self) -> list:
         """``(name, variable)`` of the optimizer's variables that are not slots."""

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-from .. import _config
-from .. import keras_tensor as _kt
-from ..dtypes import as_dtype
-from ..trainer import Trainer
-from .base import Layer
-from .serialization import deserialize, serialize
-from .utils import _fmt_shape, _shape_from_config
+from . import _config
+from . import keras_tensor as _kt
+from .dtypes import as_dtype
+from .layers import Layer, deserialize, serialize
+from .layers.utils import _shape_from_config
+from .naming import _fmt_shape
+from .trainer import Trainer
 
 
 class Sequential(Trainer, Layer):
@@ -101,6 +101,15 @@ class Sequential(Trainer, Layer):
     def compute_output_shape(self, input_shape):
         return self._output_shape_of(self._stack, tuple(input_shape))
 
+    def _checkpoint_children(self) -> list:
+        """Own weights, then the layers as ``layer-0``, ``layer-1``, ... (a checkpoint
+        names them by position, as TF's Sequential does)."""
+        return self._checkpoint_own_weights() + [
+            (f"layer-{i}", layer) for i, layer in enumerate(self._stack)]
+
+    def _obj_type(self) -> str:
+        return "Sequential"
+
     def summary(self, print_fn=None, line_length=65):
         """Print a table of the layers (name and type, output shape, number of weights)
         and the total, trainable and non-trainable parameter counts."""
@@ -170,6 +179,13 @@ class Sequential(Trainer, Layer):
         if shape and model._stack and not model.built:
             model._build_with(_shape_from_config(shape))
         return model
+
+    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
+        """A ``.keras`` archive of the model: its config, compile config and weights
+        (``jt.keras.models.load_model`` reads it; so does Keras)."""
+        from .model_config import save_model
+
+        save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
 
     def __repr__(self):
         return f"<Sequential name={self.name!r}, layers={[l.name for l in self._stack]}>"
