@@ -39,18 +39,18 @@ import numpy as np
 
 import passes
 
-from . import _state, backends, nest
-from . import printing as _printing
-from . import profiler as _profiler
-from .ops import collective as _collective
-from . import config as _config
-from .config import _flags
-from .dtypes import as_dtype
-from .errors import InvalidArgumentError, user_location
-from .dims import bind, new_symbol, reset_names
-from .ir import ConcretizeError, Type, concretize, dtype_name, is_symbolic, print_graph
-from .tensor import Tensor, Tracer, Variable, convert_to_tensor
-from .tensor import _config as _tensor_config
+from .. import _state, backends, nest
+from .. import printing as _printing
+from .. import profiler as _profiler
+from ..ops import collective as _collective
+from .. import config as _config
+from ..config import _flags
+from ..dtypes import as_dtype
+from ..errors import InvalidArgumentError, user_location
+from ..dims import bind, new_symbol, reset_names
+from ..ir import ConcretizeError, Type, concretize, dtype_name, is_symbolic, print_graph
+from ..tensor import Tensor, Tracer, Variable, convert_to_tensor
+from ..tensor import _config as _tensor_config
 
 __all__ = ["function", "Function", "TensorSpec", "CacheInfo"]
 
@@ -529,7 +529,7 @@ class FunctionTracer(Tracer):
     def read_variable(self, v: Variable) -> Tensor:
         st = self._state(v)
         if st[2] is None:  # assigned since the last read: a read of the new value
-            from .ops.elementwise import read_op
+            from ..ops.elementwise import read_op
 
             cur = st[1]
             (o,) = self.builder.add_node(read_op, [cur._id], types=(cur._type,),
@@ -538,7 +538,7 @@ class FunctionTracer(Tracer):
         return st[2]
 
     def assign_variable(self, v: Variable, mode: str, value) -> None:
-        from . import ops
+        from .. import ops
 
         st = self._state(v)
         saved, _state.local.tapes = _state.local.tapes, []  # assign is never recorded
@@ -590,7 +590,7 @@ class FunctionTracer(Tracer):
         return value
 
     def evaluate(self, t: Tensor) -> Tensor:
-        from .backends import interpret
+        from ..backends import interpret
         from passes.prune import prune_unreachable
 
         g = prune_unreachable(self.builder.build([t._id]), drop_inputs=True).graph
@@ -1519,7 +1519,7 @@ class Function:
                     elif leaf._value is not None:
                         vid = tracer.capture(leaf)
                     else:  # a symbolic tensor of another trace: out of scope here
-                        from .tensor import _out_of_scope
+                        from ..tensor import _out_of_scope
 
                         raise _out_of_scope(leaf)
                     out_plan.append(len(out_ids))
