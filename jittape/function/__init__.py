@@ -13,11 +13,11 @@ each importing only those above it in this list:
   ``function`` decorator
 """
 
-from .binding import _Binding, _WeakMethod  # noqa: F401
+from .binding import _WeakMethod  # noqa: F401 - tests read it here
 from .concrete import ConcreteFunction  # noqa: F401
 from .explain import Explanation  # noqa: F401
-from .keys import _dict_keys  # noqa: F401
-from .polymorphic import CacheInfo, Function, _live_functions, function  # noqa: F401
+from .polymorphic import CacheInfo, Function, function  # noqa: F401
+from .polymorphic import _live_functions  # noqa: F401 - tests read it here
 from .spec import TensorSpec  # noqa: F401
 from .tracer import FunctionTracer  # noqa: F401
 
