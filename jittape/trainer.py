@@ -562,7 +562,8 @@ class Trainer:
             if self.run_eagerly:
                 fn = method
             else:
-                from .function import Function, _WeakMethod
+                from .function import Function
+                from .function.binding import _WeakMethod
 
                 # one Function per model, holding the model weakly; each model is meant
                 # to trace its own steps, so new models are not "created in a loop"

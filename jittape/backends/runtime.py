@@ -12,7 +12,7 @@ A backend plugs in with two subclasses:
   (generate, write and load the module: an ``Executable``), ``load_errors()`` (what a
   damaged cache entry raises).
 
-``function.py``, ``autodiff.py`` and ``tape.py`` talk to these two only (through
+``jittape.function``, ``autodiff.py`` and ``tape.py`` talk to these two only (through
 ``jittape.backends``): nothing above this package names a backend.
 """
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..function import ConcreteFunction, TensorSpec, _dict_keys
+from ..function import ConcreteFunction, TensorSpec
+from ..function.keys import _dict_keys
 from ..ir import Graph
 from ..tensor import Variable
 

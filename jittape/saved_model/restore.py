@@ -14,7 +14,8 @@ from .. import nest
 from .. import printing as _printing
 from ..dims import Dim
 from ..errors import InvalidArgumentError
-from ..function import Function, TensorSpec, _Binding
+from ..function import Function, TensorSpec
+from ..function.binding import _Binding
 from ..ir import Type
 from ..module import Module, _is_non_trainable, _is_trainable, _is_variable
 from ..tensor import Tensor, Variable, apply, convert_to_tensor
