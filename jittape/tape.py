@@ -42,6 +42,36 @@ def _type_name(x) -> str:
     return type(x).__name__
 
 
+class UsedTape:
+    """What a non-persistent tape keeps after its gradient call freed the trace: which
+    call used it, and for that call's targets, which sources got a gradient and why the
+    others got None. Ids and strings only (``jt.debugging.explain_gradient`` reads it)."""
+
+    __slots__ = ("call", "loc", "target_ids", "given", "none")
+
+    def __init__(self, call, loc, target_ids=(), given=frozenset(), none=None):
+        self.call = call
+        self.loc = loc
+        self.target_ids = tuple(target_ids)
+        self.given = given
+        self.none = none or {}
+
+
+# Called by ``gradient`` before a non-persistent tape frees its trace, and when a
+# gradient is None: ``fn(tape, targets, sources, grads)`` returns the UsedTape the tape
+# keeps (or None for the plain one). ``jittape.debugging`` installs its explainer here
+# at import (why each None, logged with JITTAPE_EXPLAIN_NONE=1); without it a used tape
+# keeps only which call used it.
+_after_gradient = None
+
+
+def on_gradient(fn):
+    """Install ``fn`` as the tape's after-gradient hook (see ``_after_gradient``)."""
+    global _after_gradient
+    _after_gradient = fn
+    return fn
+
+
 class GradientTape:
     """Record operations for automatic differentiation.
 
@@ -61,7 +91,7 @@ class GradientTape:
         self._released = False
         self._warned_inside = False
         # what explains a None gradient after the trace is gone (ints, strings, no arrays)
-        self._used = None  # debugging.UsedTape: which call freed the trace, and its Nones
+        self._used = None  # UsedTape: which call freed the trace, and its Nones
         self._dropped: frozenset = frozenset()  # ids that were on the tape before reset()
         self._reset_loc = None
         self._clear()
@@ -289,8 +319,6 @@ class GradientTape:
     def _release(self, call="gradient", used=None):
         if not self._persistent:
             if used is None:
-                from .debugging import UsedTape
-
                 used = UsedTape(call, user_frame(3))
             self._clear()
             self._dropped = frozenset()
@@ -334,12 +362,11 @@ class GradientTape:
         used = None
         try:
             grads = self._compute(targets, seeds, ids)
-            if not self._persistent or any(g is None for g in grads):
+            hook = _after_gradient
+            if hook is not None and (not self._persistent or any(g is None for g in grads)):
                 # say why a gradient is None now: a non-persistent tape is about to free
                 # its trace (and JITTAPE_EXPLAIN_NONE=1 logs it)
-                from .debugging import _after_gradient
-
-                used = _after_gradient(self, targets, flat_sources, grads)
+                used = hook(self, targets, flat_sources, grads)
         finally:
             self._release("gradient", used)
         out = []
