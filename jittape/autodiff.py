@@ -157,6 +157,20 @@ def structure_key(nodes, targets, seeds, source_ids, values):
     return (tuple(items), tgt, src), canon
 
 
+class _Hashed(tuple):
+    """A tuple that hashes its items once. A trace's key holds every recorded node (a
+    hash of it costs as much as several small ops), and each step's check, lookup, move
+    to the end and, on a miss, store of its plan would hash it again."""
+
+    def __new__(cls, items):
+        key = tuple.__new__(cls, items)
+        key._hash = tuple.__hash__(key)  # TypeError for an unhashable item
+        return key
+
+    def __hash__(self):
+        return self._hash
+
+
 def recorded_key(sig, canon, values, targets, seeds, source_ids):
     """:func:`structure_key` from what a tape kept while recording: ``sig``, one item
     per recorded node (op, attributes, types, :func:`_input_key` of its inputs, value
@@ -175,9 +189,8 @@ def recorded_key(sig, canon, values, targets, seeds, source_ids):
         (c(t._id), t._type, t._id in values, s is None) for t, s in zip(targets, seeds)
     )
     src = tuple(c(s) for s in source_ids)
-    key = ("trace", tuple(sig), tgt, src)
     try:
-        hash(key)
+        key = _Hashed(("trace", tuple(sig), tgt, src))
     except TypeError:  # an unhashable attribute
         return None, None
     return key, canon
@@ -211,7 +224,8 @@ def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None,
     if pipeline is None:
         pipeline = backends.pipeline(backend)
     if key is not None:
-        key = (key, tuple(passes.pass_key(p) for p in pipeline), _config["check_numerics"])
+        key = _Hashed((key, tuple(passes.pass_key(p) for p in pipeline),
+                       _config["check_numerics"]))
     if key is None:
         plan_stats["uncacheable"] += 1
         graph, feeds, computed, consts, _ = _trace_backward(
@@ -219,6 +233,8 @@ def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None,
         )
         return graph, feeds, computed, consts
     with _PLANS_LOCK:
+        # (not pop and put back, which would save a comparison of the key: in a full
+        # cache each put-back takes a new slot, and the table grows when it compacts)
         plan = _PLANS.get(key)
         if plan is not None:
             _PLANS.move_to_end(key)
