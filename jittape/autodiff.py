@@ -3,11 +3,16 @@
 ``backward`` works on tensors, whatever kind they are: with the recorded eager
 tensors it computes gradients eagerly (an outer tape records those ops, which is
 how higher derivatives work); with symbolic placeholders inside a ``Tracer`` it
-emits the backward graph, which a backend then runs (``backward_graph``).
+emits the backward graph (``backward_graph``).
+
+``backward_program`` is what a tape asks for when no other tape records: the
+backward graph of its recorded nodes, built, optimized and cached here, with its
+feeds and its backend; ``run_backward`` builds it and runs it, in one call.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from typing import Callable, Iterable
@@ -16,6 +21,7 @@ import numpy as np
 
 import passes
 from passes.prune import gradient_path
+from passes.verify import verify
 
 from . import _state, backends, config
 from .ir import Const, Graph, Node, get_op
@@ -112,6 +118,7 @@ _PLANS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _PLANS_LOCK = threading.Lock()
 # bounded by jt.config.set_cache_limits(plans=...) (JITTAPE_MAX_PLANS, default 256)
 plan_stats = {"hits": 0, "misses": 0, "uncacheable": 0}
+_VERIFY = os.environ.get("JITTAPE_VERIFY", "") not in ("", "0")
 
 
 def _trim_plans() -> None:
@@ -150,15 +157,27 @@ def structure_key(nodes, targets, seeds, source_ids, values):
     return (tuple(items), tgt, src), canon
 
 
-def recorded_key(tape, targets, seeds, source_ids):
-    """:func:`structure_key` from what the tape kept while recording: the structure of
-    the whole trace (not only the path, which would take a walk to find) plus which
-    values are targets and sources. A finer key than the path's, and cheap: no walk
-    over the trace, one tuple to hash."""
-    if tape._impure:
-        return None, None
-    canon = dict(tape._canon)
-    values = tape._values
+class _Hashed(tuple):
+    """A tuple that hashes its items once. A trace's key holds every recorded node (a
+    hash of it costs as much as several small ops), and each step's check, lookup, move
+    to the end and, on a miss, store of its plan would hash it again."""
+
+    def __new__(cls, items):
+        key = tuple.__new__(cls, items)
+        key._hash = tuple.__hash__(key)  # TypeError for an unhashable item
+        return key
+
+    def __hash__(self):
+        return self._hash
+
+
+def recorded_key(sig, canon, values, targets, seeds, source_ids):
+    """:func:`structure_key` from what a tape kept while recording: ``sig``, one item
+    per recorded node (op, attributes, types, :func:`_input_key` of its inputs, value
+    ids renumbered in order of appearance by ``canon``), plus which values are targets
+    and sources. A finer key than the path's, and cheap: no walk over the trace, one
+    tuple to hash."""
+    canon = dict(canon)
 
     def c(v):
         k = canon.get(v)
@@ -170,9 +189,8 @@ def recorded_key(tape, targets, seeds, source_ids):
         (c(t._id), t._type, t._id in values, s is None) for t, s in zip(targets, seeds)
     )
     src = tuple(c(s) for s in source_ids)
-    key = ("trace", tuple(tape._sig), tgt, src)
     try:
-        hash(key)
+        key = _Hashed(("trace", tuple(sig), tgt, src))
     except TypeError:  # an unhashable attribute
         return None, None
     return key, canon
@@ -198,14 +216,16 @@ def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None,
     its array; ``computed[k]`` is the graph output index for source k, or None;
     ``consts[k]`` a gradient that came out concrete (no graph op computed it).
 
-    Graphs are cached by :func:`structure_key`: the next training step with the same
-    structure and shapes reuses the graph without tracing the VJP rules again.
+    Graphs are cached by :func:`structure_key` (or by ``key``, the pair that
+    :func:`recorded_key` returns): the next training step with the same structure and
+    shapes reuses the graph without tracing the VJP rules again.
     """
     key, canon = key or structure_key(nodes, targets, seeds, source_ids, values)
     if pipeline is None:
         pipeline = backends.pipeline(backend)
     if key is not None:
-        key = (key, tuple(passes.pass_key(p) for p in pipeline), _config["check_numerics"])
+        key = _Hashed((key, tuple(passes.pass_key(p) for p in pipeline),
+                       _config["check_numerics"]))
     if key is None:
         plan_stats["uncacheable"] += 1
         graph, feeds, computed, consts, _ = _trace_backward(
@@ -213,6 +233,8 @@ def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None,
         )
         return graph, feeds, computed, consts
     with _PLANS_LOCK:
+        # (not pop and put back, which would save a comparison of the key: in a full
+        # cache each put-back takes a new slot, and the table grows when it compacts)
         plan = _PLANS.get(key)
         if plan is not None:
             _PLANS.move_to_end(key)
@@ -243,6 +265,77 @@ def backward_graph(nodes, targets, seeds, source_ids, values, pipeline=None,
             _PLANS[key] = (graph, tuple(origins), computed)
             config.evict(_PLANS, "plans")
     return graph, feeds, computed, consts
+
+
+class BackwardProgram:
+    """A backward graph with the arrays to feed it, ready to run on ``backend``: what
+    :func:`backward_program` returns. ``computed[k]`` is the graph output index of the
+    gradient of ``source_ids[k]``, or None; ``consts[k]`` a gradient that came out
+    concrete (no graph op computed it)."""
+
+    __slots__ = ("graph", "feeds", "computed", "consts", "source_ids", "backend")
+
+    def __init__(self, graph, feeds, computed, consts, source_ids, backend):
+        self.graph = graph
+        self.feeds = feeds
+        self.computed = computed
+        self.consts = consts
+        self.source_ids = source_ids
+        self.backend = backend
+
+    def outputs(self, seed=None) -> list:
+        """The graph's output arrays; ``seed`` (an array) replaces what the graph's
+        ``seed`` input is fed, when it has one (a jacobian runs one graph per row)."""
+        graph = self.graph
+        if not graph.outputs:
+            return []
+        feeds = self.feeds
+        if seed is not None:
+            # no seed input: nothing the sources need depends on the target
+            sid = next((v for v, nm in zip(graph.inputs, graph.input_names) if nm == "seed"),
+                       None)
+            if sid is not None:
+                feeds[sid] = seed
+        return backends.run(graph, feeds, self.backend)
+
+    def run(self) -> dict:
+        """Run the graph: source id -> gradient tensor (absent: no gradient)."""
+        arrays = self.outputs()
+        consts = self.consts
+        res = {}
+        for k, (sid, out) in enumerate(zip(self.source_ids, self.computed)):
+            if out is not None:
+                res[sid] = Tensor(arrays[out], _own=True)
+            elif k in consts:
+                res[sid] = consts[k]
+        return res
+
+
+def backward_program(nodes, values, targets, seeds, source_ids, backend=None,
+                     trace=None) -> BackwardProgram:
+    """The backward program of a recorded trace: its graph, optimized by ``backend``'s
+    pipeline (default: the current backend) and cached (see :func:`backward_graph`),
+    with its feeds.
+
+    ``nodes`` and ``values`` (id -> recorded tensor) are the trace; ``targets``, target
+    tensors; ``seeds``, one per target (None for ones, or an ndarray fed as an input);
+    ``source_ids``, the values to differentiate. ``trace``: the ``(sig, canon)`` a tape
+    kept while recording (:func:`recorded_key`), which keys the cache without a walk
+    over the trace; None keys it by :func:`structure_key`.
+    """
+    backend = backend or backends.get_backend()
+    key = None if trace is None else recorded_key(*trace, values, targets, seeds, source_ids)
+    graph, feeds, computed, consts = backward_graph(
+        nodes, targets, seeds, source_ids, values, backend=backend, key=key)
+    if _VERIFY:
+        verify(graph)
+    return BackwardProgram(graph, feeds, computed, consts, source_ids, backend)
+
+
+def run_backward(nodes, values, targets, seeds, source_ids, backend=None, trace=None) -> dict:
+    """Gradients of ``targets`` with respect to ``source_ids`` (source id -> tensor;
+    absent: no gradient), from the :func:`backward_program` of the trace, run once."""
+    return backward_program(nodes, values, targets, seeds, source_ids, backend, trace).run()
 
 
 def _trace_backward(nodes, targets, seeds, source_ids, values, canon, pipeline=()):

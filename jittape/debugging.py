@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .ops.debugging import check_numerics  # noqa: F401
+from .tape import UsedTape, _as_target, on_gradient  # UsedTape lived here: still importable
 from .tensor import _config
 
 
@@ -472,40 +473,27 @@ class _Explainer:
             "(no op run while the tape recorded connects them).")
 
 
-class UsedTape:
-    """What a non-persistent tape keeps after its gradient call freed the trace: which
-    call used it, and for that call's targets, which sources got a gradient and why the
-    others got None. Ids and strings only."""
-
-    __slots__ = ("call", "loc", "target_ids", "given", "none")
-
-    def __init__(self, call, loc, target_ids=(), given=frozenset(), none=None):
-        self.call = call
-        self.loc = loc
-        self.target_ids = tuple(target_ids)
-        self.given = given
-        self.none = none or {}
-
-    def explain(self, targets, src) -> GradientExplanation:
-        head = (f"The tape was already used: it is not persistent, and its {self.call}()"
-                f"{_at(self.loc)} freed what it recorded (a second gradient() raises "
-                "RuntimeError; use jt.GradientTape(persistent=True) for several).")
-        sid = getattr(src, "_id", None)
-        same = tuple(t._id for t in targets) == self.target_ids
-        if same and sid in self.none:
-            e = self.none[sid]
-            return GradientExplanation(
-                "tape_used", f"{head} At that call this gradient was None: {e.message}",
-                op=self.call, loc=self.loc, earlier=e)
-        if same and sid in self.given:
-            return GradientExplanation(
-                "tape_used", f"{head} At that call this gradient was not None.",
-                op=self.call, loc=self.loc)
+def _explain_used(used: UsedTape, targets, src) -> GradientExplanation:
+    """Why a gradient is None on a non-persistent tape that ``used``'s call freed."""
+    head = (f"The tape was already used: it is not persistent, and its {used.call}()"
+            f"{_at(used.loc)} freed what it recorded (a second gradient() raises "
+            "RuntimeError; use jt.GradientTape(persistent=True) for several).")
+    sid = getattr(src, "_id", None)
+    same = tuple(t._id for t in targets) == used.target_ids
+    if same and sid in used.none:
+        e = used.none[sid]
         return GradientExplanation(
-            "tape_used",
-            f"{head} It cannot tell about this target and source: call "
-            "jt.debugging.explain_gradient before gradient(), or use a persistent tape.",
-            op=self.call, loc=self.loc)
+            "tape_used", f"{head} At that call this gradient was None: {e.message}",
+            op=used.call, loc=used.loc, earlier=e)
+    if same and sid in used.given:
+        return GradientExplanation(
+            "tape_used", f"{head} At that call this gradient was not None.",
+            op=used.call, loc=used.loc)
+    return GradientExplanation(
+        "tape_used",
+        f"{head} It cannot tell about this target and source: call "
+        "jt.debugging.explain_gradient before gradient(), or use a persistent tape.",
+        op=used.call, loc=used.loc)
 
 
 def explain_gradient(tape, target, source):
@@ -526,7 +514,6 @@ def explain_gradient(tape, target, source):
         print(jt.debugging.explain_gradient(tape, y, w))
     """
     from . import nest
-    from .tape import _as_target
 
     if target is None:
         raise TypeError("explain_gradient: target is None")
@@ -534,7 +521,7 @@ def explain_gradient(tape, target, source):
     flat = nest.flatten(source)
     if tape._released and not tape._persistent:
         used = tape._used or UsedTape("gradient", None)
-        out = [used.explain(targets, s) for s in flat]
+        out = [_explain_used(used, targets, s) for s in flat]
     else:
         ex = _Explainer(tape, targets)
         out = [ex.explain(s) for s in flat]
@@ -556,10 +543,12 @@ def _emit(msg: str) -> None:
     log("explain", msg)
 
 
+@on_gradient
 def _after_gradient(tape, targets, sources, grads):
     """Called by ``gradient`` before a non-persistent tape frees its trace (and when a
-    gradient is None): explain each None while the trace is here, log it when
-    ``JITTAPE_EXPLAIN_NONE=1``, and return what the used tape keeps (or None)."""
+    gradient is None; installed into the tape at import): explain each None while the
+    trace is here, log it when ``JITTAPE_EXPLAIN_NONE=1``, and return what the used tape
+    keeps (or None)."""
     from .errors import user_frame
 
     loc = user_frame(2)

@@ -6,16 +6,13 @@ import contextlib
 import enum
 import functools
 import inspect
-import os
 import warnings
 
 import numpy as np
 
 from . import _state, backends, nest
-from .autodiff import _input_key, backward, backward_graph, recorded_key
+from .autodiff import _input_key, backward, backward_program, run_backward
 from .errors import InvalidArgumentError, at, format_loc, user_frame
-from passes.verify import verify
-
 from .ir import Node, Opaque, OpDef, freeze_attrs
 from .ops import elementwise as E
 from .ops import shaping as S
@@ -31,7 +28,6 @@ class UnconnectedGradients(enum.Enum):
 
 
 _warned = {"int_watch": 0}
-_VERIFY = os.environ.get("JITTAPE_VERIFY", "") not in ("", "0")
 _RELEASED = (
     "A non-persistent GradientTape can only be used to compute one set of gradients "
     "(or jacobians)"
@@ -40,6 +36,36 @@ _RELEASED = (
 
 def _type_name(x) -> str:
     return type(x).__name__
+
+
+class UsedTape:
+    """What a non-persistent tape keeps after its gradient call freed the trace: which
+    call used it, and for that call's targets, which sources got a gradient and why the
+    others got None. Ids and strings only (``jt.debugging.explain_gradient`` reads it)."""
+
+    __slots__ = ("call", "loc", "target_ids", "given", "none")
+
+    def __init__(self, call, loc, target_ids=(), given=frozenset(), none=None):
+        self.call = call
+        self.loc = loc
+        self.target_ids = tuple(target_ids)
+        self.given = given
+        self.none = none or {}
+
+
+# Called by ``gradient`` before a non-persistent tape frees its trace, and when a
+# gradient is None: ``fn(tape, targets, sources, grads)`` returns the UsedTape the tape
+# keeps (or None for the plain one). ``jittape.debugging`` installs its explainer here
+# at import (why each None, logged with JITTAPE_EXPLAIN_NONE=1); without it a used tape
+# keeps only which call used it.
+_after_gradient = None
+
+
+def on_gradient(fn):
+    """Install ``fn`` as the tape's after-gradient hook (see ``_after_gradient``)."""
+    global _after_gradient
+    _after_gradient = fn
+    return fn
 
 
 class GradientTape:
@@ -61,7 +87,7 @@ class GradientTape:
         self._released = False
         self._warned_inside = False
         # what explains a None gradient after the trace is gone (ints, strings, no arrays)
-        self._used = None  # debugging.UsedTape: which call freed the trace, and its Nones
+        self._used = None  # UsedTape: which call freed the trace, and its Nones
         self._dropped: frozenset = frozenset()  # ids that were on the tape before reset()
         self._reset_loc = None
         self._clear()
@@ -69,8 +95,9 @@ class GradientTape:
 
     def _clear(self):
         self._impure = False  # a custom gradient was recorded: its grad_fn runs eagerly
-        # the trace's structure, kept while recording (autodiff.recorded_key): value ids
-        # renumbered in order of appearance, one item per node
+        # the trace's structure, kept while recording (autodiff.recorded_key keys the
+        # backward program with it): value ids renumbered in order of appearance, one
+        # item per node
         self._canon: dict = {}
         self._sig: list = []
         self._nodes: list = []
@@ -289,8 +316,6 @@ class GradientTape:
     def _release(self, call="gradient", used=None):
         if not self._persistent:
             if used is None:
-                from .debugging import UsedTape
-
                 used = UsedTape(call, user_frame(3))
             self._clear()
             self._dropped = frozenset()
@@ -334,12 +359,11 @@ class GradientTape:
         used = None
         try:
             grads = self._compute(targets, seeds, ids)
-            if not self._persistent or any(g is None for g in grads):
+            hook = _after_gradient
+            if hook is not None and (not self._persistent or any(g is None for g in grads)):
                 # say why a gradient is None now: a non-persistent tape is about to free
                 # its trace (and JITTAPE_EXPLAIN_NONE=1 logs it)
-                from .debugging import _after_gradient
-
-                used = _after_gradient(self, targets, flat_sources, grads)
+                used = hook(self, targets, flat_sources, grads)
         finally:
             self._release("gradient", used)
         out = []
@@ -389,27 +413,17 @@ class GradientTape:
                 seed_map[t._id] = seed if prev is None else E.add(prev, seed)
             res = backward(list(self._nodes), seed_map, want, self._values.get)
         else:
-            # no tape records the VJPs: a tensor seed is only its value
+            # no tape records the VJPs: a tensor seed is only its value; autodiff builds
+            # (or finds cached) the backward program and runs it
             seeds = [s._value if isinstance(s, Tensor) else s for s in seeds]
-            res = self._run_graph(targets, seeds, want)
+            res = run_backward(self._nodes, self._values, targets, seeds, want,
+                               backend=self._backend, trace=self._trace())
         return [None if i is None else res.get(i) for i in ids]
 
-    def _run_graph(self, targets, seeds, want):
-        backend = self._backend or backends.get_backend()
-        graph, feeds, computed, consts = backward_graph(
-            self._nodes, targets, seeds, want, self._values, backend=backend,
-            key=recorded_key(self, targets, seeds, want),
-        )
-        if _VERIFY:
-            verify(graph)
-        arrays = backends.run(graph, feeds, backend) if graph.outputs else []
-        res = {}
-        for k, sid in enumerate(want):
-            if computed[k] is not None:
-                res[sid] = Tensor(arrays[computed[k]], _own=True)
-            elif k in consts:
-                res[sid] = consts[k]
-        return res
+    def _trace(self):
+        """What the tape kept while recording that keys its backward program (None
+        after a custom gradient: its grad_fn is a closure no key can hold)."""
+        return None if self._impure else (self._sig, self._canon)
 
     def jacobian(
         self,
@@ -498,30 +512,21 @@ class GradientTape:
             # connectivity does not depend on the seed: a source is None in every row or none
             return [None if per[0][k] is None else S.stack([p[k] for p in per], axis=stack_axis)
                     for k in range(len(ids))]
-        # one backward graph, run once per seed
-        backend = self._backend or backends.get_backend()
-        graph, feeds, computed, consts = backward_graph(
-            self._nodes, [t], [seed_fn(0)], want, self._values, backend=backend
-        )
-        if _VERIFY:
-            verify(graph)
-        # no seed input: nothing the sources need depends on the target
-        seed_id = next((v for v, nm in zip(graph.inputs, graph.input_names) if nm == "seed"), None)
-        runs = []
-        for j in range(n):
-            if seed_id is not None:
-                feeds[seed_id] = seed_fn(j)
-            runs.append(backends.run(graph, feeds, backend) if graph.outputs else [])
+        # one backward program, run once per seed
+        prog = backward_program(self._nodes, self._values, [t], [seed_fn(0)], want,
+                                backend=self._backend)
+        runs = [prog.outputs(seed_fn(j)) for j in range(n)]
         cols = []
         for sid in ids:
             if sid is None:
                 cols.append(None)
                 continue
             w = want.index(sid)
-            if computed[w] is None:
-                cols.append(None if w not in consts else S.stack([consts[w]] * n, stack_axis))
+            if prog.computed[w] is None:
+                cols.append(None if w not in prog.consts
+                            else S.stack([prog.consts[w]] * n, stack_axis))
                 continue
-            arr = np.stack([r[computed[w]] for r in runs], axis=stack_axis)
+            arr = np.stack([r[prog.computed[w]] for r in runs], axis=stack_axis)
             cols.append(Tensor(arr, _own=True))
         return cols
 

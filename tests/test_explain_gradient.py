@@ -252,6 +252,26 @@ def test_non_persistent_tape_after_gradient_says_it_was_used():
     assert "cannot tell" in str(e)
 
 
+def test_tape_without_the_debugging_hook_still_says_it_was_used(monkeypatch):
+    """``jt.debugging`` installs the after-gradient explainer into the tape; a tape
+    without it keeps only which call used it (and the second call still raises)."""
+    from jittape import tape as tape_mod
+
+    assert tape_mod._after_gradient is jt.debugging._after_gradient
+    assert jt.debugging.UsedTape is tape_mod.UsedTape
+    monkeypatch.setattr(tape_mod, "_after_gradient", None)
+    w = jt.Variable([1.0, 2.0])
+    with jt.GradientTape() as tape:
+        y = jt.reduce_sum(jt.stop_gradient(w * 2.0))
+    assert tape.gradient(y, w) is None  # L-grad-nohook
+    e = explain(tape, y, w)
+    check(e, "tape_used", "L-grad-nohook", "gradient")
+    assert "cannot tell" in str(e)
+    with pytest.raises(RuntimeError) as err:
+        tape.gradient(y, w)
+    assert f"the first was gradient at {line('L-grad-nohook')}" in str(err.value)
+
+
 def test_used_tape_keeps_no_arrays():
     w = jt.Variable(np.ones(1000, np.float32))
     with jt.GradientTape() as tape:

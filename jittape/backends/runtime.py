@@ -12,8 +12,8 @@ A backend plugs in with two subclasses:
   (generate, write and load the module: an ``Executable``), ``load_errors()`` (what a
   damaged cache entry raises).
 
-``jittape.function``, ``autodiff.py`` and ``tape.py`` talk to these two only (through
-``jittape.backends``): nothing above this package names a backend.
+``jittape.function`` and ``autodiff.py`` (a tape's backward program) talk to these two only
+(through ``jittape.backends``): nothing above this package names a backend.
 """
 
 from __future__ import annotations
