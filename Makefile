@@ -18,7 +18,7 @@ test: $(STAMP)
 # compile per distinct graph; the kernel cache makes a second run fast)
 test-cpu: $(STAMP)
 	JITTAPE_BACKEND=cpu JITTAPE_TEST_CPU_FULL=1 $(PY) -m pytest -q tests \
-		-W "error::jittape.backends.cpu.CompileWarning"
+		-W "error::jittape.compiler.backends.cpu.CompileWarning"
 
 # the README's main job: an MLP on scikit-learn's digits with a @jt.function step
 # (exits non-zero below 95% test accuracy)

@@ -8,7 +8,7 @@ def settle(fn, calls: int | None = None):
     its parallel variant compiled (after ``PARALLEL_AFTER`` calls, in a background
     thread by default) and the serial/parallel choice measured. Timing before that would
     time compiles."""
-    from jittape.backends import cpu
+    from jittape.compiler.backends import cpu
 
     n = cpu.PARALLEL_AFTER + 4 if calls is None else calls
     for _ in range(n):

@@ -35,7 +35,7 @@ def _median(fn, repeats):
 
 def measure_ceilings() -> dict:
     """``{"bandwidth_Bps": ..., "gemm_flops": ...}`` for this machine, now."""
-    from jittape.backends import blas
+    from jittape.compiler.backends import blas
 
     import numba
 

@@ -40,7 +40,7 @@ def warm_up(step, args) -> bool:
     every rank: ``bench_util.settle`` stops when this rank's programs have chosen, and a
     rank that stops early leaves the others waiting in an allreduce. Returns whether
     every program chose."""
-    from jittape.backends import cpu
+    from jittape.compiler.backends import cpu
 
     for _ in range(cpu.PARALLEL_AFTER + 4):
         step(*args)

@@ -27,7 +27,7 @@ default: all this process may use) with every thread pool sized N:
 and ``set_num_interop_threads``; XLA sizes its pool by the CPUs it may use. jittape
 keeps its defaults: one thread for numpy's BLAS in the eager forward, and compiled
 programs that measure whether their matmuls run faster on N BLAS threads or on one
-(``jittape/backends/blas.py``, ``cpu.Program._run_tuned``). Compile caches start
+(``jittape/compiler/backends/blas.py``, ``cpu.Program._run_tuned``). Compile caches start
 empty (a fresh ``JITTAPE_CACHE_DIR`` and ``TORCHINDUCTOR_CACHE_DIR``) and jittape
 compiles on the first call (``JITTAPE_BACKGROUND_COMPILE=0``), so the "first call"
 table is each framework's trace + compile from cold (the import not counted).

@@ -9,7 +9,7 @@ import pytest
 
 import jittape as jt
 import passes
-from jittape.ir import Type
+from jittape.compiler.ir import Type
 from jittape.tensor import Tracer
 
 

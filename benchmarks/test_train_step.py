@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import jittape as jt
-from jittape.backends import blas
+from jittape.compiler.backends import blas
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_util import compile_seconds, record, settle  # noqa: E402
@@ -44,7 +44,7 @@ def test_step(benchmark, ceilings, size, impl):
     what = ("64-128-64-10 b64 SGD" if size == "small" else "784-512-256-10 b256 Adam")
     if impl == "numpy":
         # numpy as a numpy user runs it: its BLAS on every core (jittape sets numpy's
-        # BLAS to one thread when its cpu backend loads; see jittape/backends/blas.py)
+        # BLAS to one thread when its cpu backend loads; see jittape/compiler/backends/blas.py)
         record(benchmark, impl, ceilings, floor, workload=what)
         blas.limit_threads(n=os.cpu_count() or 1, kernel_n=0)
         try:
@@ -80,7 +80,7 @@ cfg = CONFIGS[{size!r}]
 if {before!r}:  # a process that has compiled before (Numba's first-compile set-up done)
     import numpy as np
     jt.function(lambda v: v * 2.0 + 1.0, backend="cpu")(np.ones(3, np.float32))
-    from jittape.backends import cpu as _cpu
+    from jittape.compiler.backends import cpu as _cpu
     _cpu.stats.update({{k: 0 for k in _cpu.stats}})  # the step's own counts below
 x, y, ws, bs = data(cfg)
 step = jittape_step(cfg, ws, bs, compiled=True, backend="cpu", name={name!r},
@@ -91,7 +91,7 @@ step(xt, yt)
 t3 = time.perf_counter()
 step.wait()
 t4 = time.perf_counter()
-from jittape.backends import cpu
+from jittape.compiler.backends import cpu
 print(json.dumps({{"import_s": t1 - t0, "first_call_s": t3 - t2, "compiled_s": t4 - t2,
                   "stats": dict(cpu.stats)}}))
 """
@@ -193,7 +193,7 @@ _PREDICT_AFTER_TRAIN = r"""
 import json, time
 import numpy as np
 import jittape as jt
-from jittape.backends import cpu
+from jittape.compiler.backends import cpu
 rng = np.random.default_rng(0)
 x = rng.random((360, 64), dtype=np.float32)
 y = rng.integers(0, 10, 360).astype(np.int32)

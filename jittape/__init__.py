@@ -8,7 +8,7 @@
     tape.gradient(y, x)  # <jt.Tensor: shape=(), dtype=float32, numpy=6.0>
 """
 
-from ._malloc import keep_freed_memory as _keep_freed_memory
+from .compiler.malloc import keep_freed_memory as _keep_freed_memory
 from . import errors, nest  # noqa: F401
 from .dtypes import (  # noqa: F401
     DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int16, int32, int64, uint8,
@@ -31,25 +31,26 @@ from .ops import (  # noqa: F401 - creation, shaping, scans, sorting, einsum
     repeat, sort, tile,
 )
 from .tape import GradientTape, UnconnectedGradients, custom_gradient  # noqa: F401
-from .backends import get_backend, set_backend  # noqa: F401
-from . import cache  # noqa: F401
+from .compiler.backends import get_backend, set_backend  # noqa: F401
+from .compiler import cache  # noqa: F401
 from . import debugging  # noqa: F401
-from . import profiler  # noqa: F401
+from .compiler import profiler  # noqa: F401
 from . import math  # noqa: F401
 from . import image, linalg  # noqa: F401
-from . import random, initializers, layers, optimizers, losses, train  # noqa: F401
-from . import constraints, regularizers  # noqa: F401
+from . import random, train  # noqa: F401
+from .keras import initializers, layers, optimizers, losses  # noqa: F401
+from .keras import constraints, regularizers  # noqa: F401
 from . import distributed  # noqa: F401
 from .module import Module, name_scope  # noqa: F401
-from . import metrics  # noqa: F401
-from .sequential import Sequential  # noqa: F401
+from .keras import metrics  # noqa: F401
+from .keras.models.sequential import Sequential  # noqa: F401
 from . import config  # noqa: F401
 from .function import Function, TensorSpec, function  # noqa: F401
 from .printing import print  # noqa: F401,A001 (tf.print)
 from . import data  # noqa: F401
 from . import saved_model  # noqa: F401
 from . import keras  # noqa: F401
-from .models import Model  # noqa: F401
+from .keras.models.model import Model  # noqa: F401
 
 
 def constant(value, dtype=None, shape=None, name=None):  # noqa: F811 (TF's argument name)
@@ -70,7 +71,7 @@ _keep_freed_memory()
 
 def _load_default_backend():
     """Load the default backend's compiler at import (``backends.preload``)."""
-    from . import backends as _backends
+    from .compiler import backends as _backends
 
     _backends.preload()
 

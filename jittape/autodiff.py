@@ -23,8 +23,9 @@ import passes
 from passes.prune import gradient_path
 from passes.verify import verify
 
-from . import _state, backends, config
-from .ir import Const, Graph, Node, get_op
+from . import _state, config
+from .compiler import backends
+from .compiler.ir import Const, Graph, Node, get_op
 from .ops import elementwise as E
 from .ops import reduction as R
 from .ops import shaping as S

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import dtype_name
+from .compiler.ir import dtype_name
 
 
 class DType:

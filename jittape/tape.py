@@ -10,10 +10,11 @@ import warnings
 
 import numpy as np
 
-from . import _state, backends, nest
+from . import _state, nest
+from .compiler import backends
 from .autodiff import _input_key, backward, backward_program, run_backward
 from .errors import InvalidArgumentError, at, format_loc, user_frame
-from .ir import Node, Opaque, OpDef, freeze_attrs
+from .compiler.ir import Node, Opaque, OpDef, freeze_attrs
 from .ops import elementwise as E
 from .ops import shaping as S
 from .ops.registry import defop

@@ -16,8 +16,8 @@ import numpy as np
 from . import _state
 from .dtypes import DType, as_dtype
 from .errors import InvalidArgumentError, SymbolicTensorError, user_location
-from .dims import Dim
-from .ir import GraphBuilder, OpDef, Type, dtype_name, freeze_attrs, get_op, infer_types
+from .compiler.dims import Dim
+from .compiler.ir import GraphBuilder, OpDef, Type, dtype_name, freeze_attrs, get_op, infer_types
 
 # ---------------------------------------------------------------------------
 # Shapes
@@ -749,7 +749,7 @@ class Tracer:
         if small or t._id in _literal_ids:
             vid = self.literals.get(t._id)
             if vid is None:
-                from .ir import Const
+                from .compiler.ir import Const
 
                 (vid,) = self.builder.add_node(_const_op(), (), {"value": Const(t._value)})
                 self.literals[t._id] = vid

@@ -1,6 +1,6 @@
-"""The graph optimizer: pure IR -> IR passes over ``jittape.ir`` graphs.
+"""The graph optimizer: pure IR -> IR passes over ``jittape.compiler.ir`` graphs.
 
-It depends only on ``jittape.ir``, so every pass can be tested on a hand-built graph.
+It depends only on ``jittape.compiler.ir``, so every pass can be tested on a hand-built graph.
 A pass is a function ``Graph -> PassResult`` (``.graph``, ``.report``);
 :func:`run_pipeline` runs a list of them and collects their reports, verifying the
 graph after each pass when asked (and always when ``JITTAPE_VERIFY=1``).
@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from jittape.ir import Graph, GraphError  # noqa: F401
+from jittape.compiler.ir import Graph, GraphError  # noqa: F401
 
 from .buffers import BufferPlan, check_plan, plan_buffers  # noqa: F401
 from .core import (  # noqa: F401

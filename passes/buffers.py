@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from jittape.ir import Graph, GraphError
+from jittape.compiler.ir import Graph, GraphError
 
 from .core import graph_pass
 from .fusion import FUSED

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from jittape.ir import Graph, Node, OpDef, freeze_attrs, infer_types
+from jittape.compiler.ir import Graph, Node, OpDef, freeze_attrs, infer_types
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jittape.ir import Graph
+from jittape.compiler.ir import Graph
 
 from .core import Rewriter, graph_pass
 

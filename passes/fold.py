@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jittape.ir import Const, Graph, Node, get_op, run_node
+from jittape.compiler.ir import Const, Graph, Node, get_op, run_node
 
 from .core import Rewriter, graph_pass
 

@@ -30,8 +30,8 @@ from __future__ import annotations
 import heapq
 
 
-from jittape.ir import NO_GRADIENT, Graph, GraphError, Node, OpDef, run_node
-from jittape.ir import verify as verify_ir
+from jittape.compiler.ir import NO_GRADIENT, Graph, GraphError, Node, OpDef, run_node
+from jittape.compiler.ir import verify as verify_ir
 
 from .core import graph_pass, max_id
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from jittape.ir import Graph, Node
+from jittape.compiler.ir import Graph, Node
 
 from .core import graph_pass, rebuild
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jittape.ir import Graph, Node, Type, get_op
+from jittape.compiler.ir import Graph, Node, Type, get_op
 
 from .core import Rewriter, graph_pass
 from .fold import uniform_value

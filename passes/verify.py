@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jittape.ir import Graph, GraphError, verify as verify_ir
+from jittape.compiler.ir import Graph, GraphError, verify as verify_ir
 
 from .fusion import FUSED, body_phases
 
@@ -10,7 +10,7 @@ from .fusion import FUSED, body_phases
 def verify(graph: Graph, check_types: bool = True) -> None:
     """Raise :class:`GraphError` unless ``graph`` is well formed.
 
-    Checks ``jittape.ir.verify`` (definitions before use, arity, types equal to the
+    Checks ``jittape.compiler.ir.verify`` (definitions before use, arity, types equal to the
     ops' rules) on the graph and on every fused body, that each fused group is what a
     backend can run as one loop nest (see ``passes.fusion``), and, when the graph has
     a buffer plan, that no buffer is written while a value in it is still live.

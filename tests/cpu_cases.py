@@ -2,7 +2,7 @@
 ``interpret`` backends, know which ops the cpu backend really compiled, and never let a
 silent fallback to the interpreter pass for a compiled result.
 
-- :class:`CompileSpy` wraps ``jittape.backends.cpu.BACKEND.run``: after every call it checks
+- :class:`CompileSpy` wraps ``jittape.compiler.backends.cpu.BACKEND.run``: after every call it checks
   that the graph was compiled and ran compiled (no fallback, no ``CompileWarning``
   swallowed because an equal one was already given), and records the op names of the
   graph, fused bodies included, into every recorder that is open.
@@ -25,9 +25,9 @@ import numpy as np
 
 import jittape as jt
 import passes
-from jittape import backends
-from jittape.backends import cpu
-from jittape.ir import Graph, Type
+from jittape.compiler import backends
+from jittape.compiler.backends import cpu
+from jittape.compiler.ir import Graph, Type
 
 from tolerances import tol
 

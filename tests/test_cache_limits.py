@@ -15,7 +15,7 @@ import pytest
 
 import jittape as jt
 from jittape import autodiff
-from jittape.ir import GraphBuilder, Type
+from jittape.compiler.ir import GraphBuilder, Type
 from jittape.ops import elementwise as E
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -214,7 +214,7 @@ def _graph(k, n=5):
 
 
 def test_cpu_programs_are_dropped_least_recently_used_first(limits):
-    from jittape.backends import cpu
+    from jittape.compiler.backends import cpu
 
     limits(programs=2)
     assert len(cpu._BY_KEY) <= 2 and len(cpu._BY_GRAPH) <= 2

@@ -186,7 +186,7 @@ def test_a_crash_before_the_rename_leaves_the_previous_checkpoint(tmp_path, monk
 def test_a_full_disk_mid_write_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
     import contextlib
 
-    import jittape.cache as jc
+    import jittape.compiler.cache as jc
 
     @contextlib.contextmanager
     def fail():

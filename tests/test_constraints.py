@@ -8,8 +8,8 @@ import pytest
 from tolerances import tol
 
 import jittape as jt
-from jittape import constraints as C
-from jittape import layers as L
+from jittape.keras import constraints as C
+from jittape.keras import layers as L
 
 T64 = tol("float64")
 T32 = tol("float32")

@@ -44,9 +44,9 @@ from hypothesis import strategies as st
 
 import jittape as jt
 import passes
-from jittape import backends
-from jittape.backends import cpu
-from jittape.ir import OP_TABLE, Const, GraphBuilder, Type, get_op
+from jittape.compiler import backends
+from jittape.compiler.backends import cpu
+from jittape.compiler.ir import OP_TABLE, Const, GraphBuilder, Type, get_op
 
 import test_passes_random as pr
 import test_random_graphs as rg
@@ -54,7 +54,7 @@ from cpu_cases import STRIDED_FEED, CompileSpy, assert_same, compare_graph, grad
     record, trace_forward
 from ops.cases import CASES
 
-pytestmark = pytest.mark.filterwarnings("error::jittape.backends.cpu.CompileWarning")
+pytestmark = pytest.mark.filterwarnings("error::jittape.compiler.backends.cpu.CompileWarning")
 
 DTYPES = ["float64", "float32"]
 
@@ -862,7 +862,7 @@ def test_integer_matmul_compiles_as_a_loop_nest(dtype):
     batched, transposed and with an epilogue, exact as numpy's."""
     import warnings
 
-    from jittape.backends import cpu
+    from jittape.compiler.backends import cpu
 
     rng = np.random.default_rng(0)
     a = rng.integers(-50, 50, (3, 4)).astype(dtype)

@@ -19,10 +19,11 @@ import pytest
 
 import jittape as jt
 import passes
-from jittape import autodiff, backends
-from jittape import cache as jcache
-from jittape.backends import cpu
-from jittape.ir import GraphBuilder, OpDef, Type
+from jittape import autodiff
+from jittape.compiler import backends
+from jittape.compiler import cache as jcache
+from jittape.compiler.backends import cpu
+from jittape.compiler.ir import GraphBuilder, OpDef, Type
 from jittape.tensor import Tracer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -62,7 +63,7 @@ _SCRIPT = textwrap.dedent(
     import numpy as np
     sys.path.insert(0, {root!r})
     import jittape as jt
-    from jittape.backends import cpu
+    from jittape.compiler.backends import cpu
     rng = np.random.default_rng(0)
     x = jt.constant(rng.standard_normal(777).astype(np.float32))
     w = jt.Variable(rng.standard_normal(777).astype(np.float32))
@@ -387,7 +388,7 @@ def test_a_graph_the_backend_cannot_compile_runs_on_interpret_with_one_warning()
 def test_a_numba_compile_error_falls_back_and_names_the_kernel(monkeypatch):
     # an integer GEMM (np.dot multiplies floats only): what the scheduler emits when told
     # int64 has a GEMM; it writes a loop nest for integers otherwise
-    from jittape.backends import schedule_fused
+    from jittape.compiler.backends import schedule_fused
 
     monkeypatch.setattr(schedule_fused, "_GEMM_DTYPES",
                         schedule_fused._GEMM_DTYPES | {"int64"})
@@ -482,7 +483,7 @@ def test_chain_kernel_is_vectorized(tmp_path):
     g = passes.run_pipeline(chain_train_graph(n), backends.pipeline("cpu")).graph
     import numba
 
-    from jittape.backends import kernel_table
+    from jittape.compiler.backends import kernel_table
 
     sources, consts, kinfo = cpu.generate(g)
     mod, kmods = _load_uncached(sources, tmp_path, "chain_asm")
@@ -491,7 +492,7 @@ def test_chain_kernel_is_vectorized(tmp_path):
     types = g.types()
     outs = [np.empty(types[o].shape, types[o].dtype) for o in g.outputs]
     slots = [np.empty(s, d) for d, s in (g.buffers.slots if g.buffers else [])]
-    from jittape.backends import kcall
+    from jittape.compiler.backends import kcall
 
     rest = (*ins, kcall.fill_table([*consts, *slots]), *outs)
     sig = (cpu._kp_type(), *(numba.typeof(a) for a in rest))
@@ -681,7 +682,7 @@ def test_eager_gradient_compiles_in_the_background(monkeypatch):
 def test_a_program_with_matmuls_measures_blas_threads_and_keeps_one():
     """Compiled matmuls run on scipy's BLAS on all cores or on one, whichever measured
     faster (two BLAS threads on a busy 2-core machine made a 60 µs step take 15 ms)."""
-    from jittape.backends import blas
+    from jittape.compiler.backends import blas
 
     rng = np.random.default_rng(5)
     x = jt.constant(rng.standard_normal((8, 16)))
@@ -705,7 +706,7 @@ _CAP_SCRIPT = textwrap.dedent(
     """
     import ctypes, sys
     sys.path.insert(0, {root!r})
-    from jittape.backends import blas
+    from jittape.compiler.backends import blas
     assert not any("scipy.libs" in p for p in blas._loaded_blas())  # not loaded yet
     blas.cap_threads(1)  # as jittape.distributed.init on 2 ranks of a 2-core machine
     import scipy.linalg.cython_blas  # what the cpu backend loads on its first use
@@ -741,7 +742,7 @@ _POOL_SCRIPT = textwrap.dedent(
     sys.path.insert(0, {bench!r})
     import numpy as np
     import jittape as jt
-    from jittape.backends import compile_pool, cpu
+    from jittape.compiler.backends import compile_pool, cpu
     from train_steps import CONFIGS, NumpyStep, data, jittape_step
     {patch}
     cfg = CONFIGS["small"]
@@ -787,7 +788,7 @@ def test_a_forked_child_does_not_use_its_parents_compile_workers(monkeypatch):
     """A worker answers over pipes its parent holds: a child forked after the workers
     started must not send jobs there (the two processes would read each other's
     answers), so it sees no workers and compiles by itself."""
-    from jittape.backends import compile_pool
+    from jittape.compiler.backends import compile_pool
 
     monkeypatch.setenv("JITTAPE_COMPILE_WORKERS", "1")
     workers = compile_pool._pool(spawn=True)
@@ -814,7 +815,7 @@ def test_entry_parameter_names_do_not_depend_on_global_layer_numbers():
     model's."""
     from types import SimpleNamespace
 
-    from jittape.backends.kernel_names import input_params
+    from jittape.compiler.backends.kernel_names import input_params
 
     def graph(names):
         return SimpleNamespace(inputs=list(range(len(names))), input_names=names)

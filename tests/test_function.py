@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jittape as jt
-from jittape.backends import cpu
+from jittape.compiler.backends import cpu
 
 BACKENDS = ["interpret", "cpu"]
 

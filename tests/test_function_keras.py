@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jittape as jt
-from jittape import optimizers as O
+from jittape.keras import optimizers as O
 
 BACKENDS = ["interpret", "cpu"]
 W0 = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])

@@ -101,7 +101,7 @@ class _backend:
         self.name = name
 
     def __enter__(self):
-        from jittape import backends
+        from jittape.compiler import backends
 
         self.saved = backends._current[0]
         jt.set_backend(self.name)

@@ -66,13 +66,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import jittape as jt
-from jittape.backends import cpu
+from jittape.compiler.backends import cpu
 
 from cpu_cases import COMPILED, CompileSpy, assert_same, record
 from test_passes_random import _fits, _reshapes
 from tolerances import tol
 
-pytestmark = pytest.mark.filterwarnings("error::jittape.backends.cpu.CompileWarning")
+pytestmark = pytest.mark.filterwarnings("error::jittape.compiler.backends.cpu.CompileWarning")
 
 DEFAULT_EXAMPLES = 10
 N_EXAMPLES = int(os.environ.get("JITTAPE_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))

@@ -25,9 +25,10 @@ import pytest
 
 import jittape as jt
 import passes
-from jittape import _state, backends
+from jittape import _state
+from jittape.compiler import backends
 from jittape.autodiff import backward_graph, forward_graph
-from jittape.backends import cpu, schedule, schedule_fused
+from jittape.compiler.backends import cpu, schedule, schedule_fused
 from passes.buffers import BufferPlan
 from passes.prune import prune_unreachable
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jittape as jt
-from jittape import initializers as I
+from jittape.keras import initializers as I
 
 
 @pytest.fixture(autouse=True)

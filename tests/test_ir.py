@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 import jittape as jt
-from jittape.backends import interpret
-from jittape.ir import Const, Graph, GraphBuilder, GraphError, Node, Type, print_graph, verify
+from jittape.compiler.backends import interpret
+from jittape.compiler.ir import (
+    Const, Graph, GraphBuilder, GraphError, Node, Type, print_graph, verify,
+)
 from jittape.ops import REGISTRY
 
 

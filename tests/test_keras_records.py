@@ -1,4 +1,4 @@
-"""jittape._config, the one writer and reader of Keras 3's object records for every family
+"""jittape.keras.saving.serialization, the one writer and reader of Keras 3's object records for every family
 (layers, initializers, regularizers, constraints, activations, losses, metrics,
 optimizers, schedules): the records written (Keras 3.15's forms, written out here), bare
 names, records and function records read back, your own objects found through
@@ -11,15 +11,15 @@ import pytest
 from tolerances import tol
 
 import jittape as jt
-from jittape import _config
-from jittape import constraints as C
-from jittape import initializers as I
-from jittape import layers as L
-from jittape import losses as Ls
-from jittape import metrics as M
-from jittape import optimizers as O
-from jittape import regularizers as R
-from jittape.optimizers import schedules as S
+from jittape.keras.saving import serialization as _config
+from jittape.keras import constraints as C
+from jittape.keras import initializers as I
+from jittape.keras import layers as L
+from jittape.keras import losses as Ls
+from jittape.keras import metrics as M
+from jittape.keras import optimizers as O
+from jittape.keras import regularizers as R
+from jittape.keras.optimizers import schedules as S
 
 T32 = tol("float32")
 

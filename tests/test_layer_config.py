@@ -11,10 +11,10 @@ import pytest
 from tolerances import tol
 
 import jittape as jt
-from jittape import constraints as C
-from jittape import initializers as I
-from jittape import layers as L
-from jittape import regularizers as R
+from jittape.keras import constraints as C
+from jittape.keras import initializers as I
+from jittape.keras import layers as L
+from jittape.keras import regularizers as R
 
 T32 = tol("float32")
 X = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)

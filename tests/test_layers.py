@@ -9,7 +9,7 @@ import pytest
 from tolerances import tol
 
 import jittape as jt
-from jittape import layers as L
+from jittape.keras import layers as L
 
 T64 = tol("float64")
 T32 = tol("float32")
@@ -210,7 +210,7 @@ def test_integer_and_bool_inputs_take_the_layer_dtype_in_dense_and_batchnorm():
 def test_sigmoid_and_softmax_outputs_remember_their_logits_while_alive():
     import gc
 
-    from jittape.layers.activations import _LOGITS
+    from jittape.keras.layers.activations import _LOGITS
 
     before = len(_LOGITS)
     z = jt.constant(X)

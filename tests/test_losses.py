@@ -6,7 +6,7 @@ import pytest
 from tolerances import tol
 
 import jittape as jt
-from jittape import losses as Ls
+from jittape.keras import losses as Ls
 
 T64 = tol("float64")
 T32 = tol("float32")

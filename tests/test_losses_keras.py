@@ -9,8 +9,8 @@ import pytest
 from tolerances import tol
 
 import jittape as jt
-from jittape import losses as Ls
-from jittape import metrics as M
+from jittape.keras import losses as Ls
+from jittape.keras import metrics as M
 
 T64 = tol("float64")
 T32 = tol("float32")

@@ -259,7 +259,7 @@ def test_freed_memory_is_kept_for_reuse_unless_turned_off():
     import subprocess
     import sys
 
-    code = "import jittape._malloc as m, jittape; print(m.applied)"
+    code = "import jittape.compiler.malloc as m, jittape; print(m.applied)"
     root = __import__("os").path.dirname(__import__("os").path.dirname(__file__))
     env = dict(__import__("os").environ, PYTHONPATH=root)
     on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jittape as jt
-from jittape import metrics as M
+from jittape.keras import metrics as M
 
 
 def _r(m):

@@ -132,7 +132,7 @@ def test_a_failed_save_keeps_the_previous_archive(tmp_path, monkeypatch):
     path = tmp_path / "s.keras"
     seq.save(path)
     before = path.read_bytes()
-    from jittape import saving
+    from jittape.keras.saving import weights as saving
 
     def boom(*a, **k):
         raise OSError("disk full")

@@ -8,8 +8,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import jittape as jt
-from jittape.backends import cpu
-from jittape.ir import NO_GRADIENT, Const, Graph, GraphBuilder, Node, Type, get_op
+from jittape.compiler.backends import cpu
+from jittape.compiler.ir import NO_GRADIENT, Const, Graph, GraphBuilder, Node, Type, get_op
 from jittape.ops.registry import REGISTRY, defop, elementwise_infer
 
 from test_passes_random import graphs
@@ -250,7 +250,7 @@ def test_check_numerics_output_keeps_its_input_buffer_alive():
 
 
 def test_every_op_has_a_cpu_lowering_or_says_why_not():
-    from jittape.backends.schedule import Scheduler
+    from jittape.compiler.backends.schedule import Scheduler
 
     from jittape.ops.registry import REGISTRY
 

@@ -10,7 +10,7 @@ import pytest
 from tolerances import tol
 
 import jittape as jt
-from jittape import optimizers as O
+from jittape.keras import optimizers as O
 
 T64 = tol("float64")
 T32 = tol("float32")

@@ -9,7 +9,7 @@ from optimizer_reference import apply_reference, f32
 from tolerances import tol
 
 import jittape as jt
-from jittape import optimizers as O
+from jittape.keras import optimizers as O
 
 LR = 0.125
 

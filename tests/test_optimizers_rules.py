@@ -8,7 +8,7 @@ from optimizer_reference import RULES, apply_reference, f32
 from tolerances import tol
 
 import jittape as jt
-from jittape import optimizers as O
+from jittape.keras import optimizers as O
 
 STEPS = 4
 LR = 0.0625  # a float32 value: the rate lives in a float32 variable, as in Keras

@@ -7,8 +7,10 @@ import pytest
 import jittape as jt
 import passes
 from jittape.autodiff import backward_graph, forward_graph
-from jittape.backends import interpret
-from jittape.ir import NO_GRADIENT, Const, GraphBuilder, GraphError, Node, OpDef, Type, get_op
+from jittape.compiler.backends import interpret
+from jittape.compiler.ir import (
+    NO_GRADIENT, Const, GraphBuilder, GraphError, Node, OpDef, Type, get_op,
+)
 from jittape.tensor import Tracer
 from passes.buffers import BufferPlan
 
@@ -476,7 +478,7 @@ def test_verify_rejects_a_reduction_inside_a_loop_kernel():
     g = G()
     xo = g.input((3, 2))
     bad = _fused_node(body, [xo], [body.outputs[0]])
-    from jittape.ir import Graph
+    from jittape.compiler.ir import Graph
 
     graph = Graph((xo,), (Type((3, 2), "float64"),), (bad,), (bad.outputs[0],))
     with pytest.raises(GraphError, match="reduce_sum inside a loop kernel"):
@@ -493,7 +495,7 @@ def test_verify_rejects_an_epilogue_reading_the_prologue():
     body = b.build(z)
     bad = _fused_node(body, [x], [z], kind="reduction", axes=(1,), keepdims=True,
                       rspace=(3, 1))
-    from jittape.ir import Graph
+    from jittape.compiler.ir import Graph
 
     graph = Graph((x,), (Type((3, 2), "float64"),), (bad,), (z,))
     with pytest.raises(GraphError):
@@ -752,7 +754,7 @@ def test_missed_fusions_checker_sees_a_missed_fusion():
     x = g.input((4,))
     graph = passes.fuse(g.build(g("exp", x))).graph
     (k,) = fused_nodes(graph)
-    from jittape.ir import Graph
+    from jittape.compiler.ir import Graph
 
     b2 = G("b")
     y = b2.input((4,))
@@ -782,7 +784,7 @@ def test_report_names_no_gradient_ops():
     assert NO_GRADIENT is get_op("argmax").vjp
 
 
-@pytest.mark.parametrize("first", ["passes", "passes.fusion", "jittape.ir"])
+@pytest.mark.parametrize("first", ["passes", "passes.fusion", "jittape.compiler.ir"])
 def test_passes_can_be_imported_first(first):
     import subprocess
     import sys
@@ -844,7 +846,7 @@ def test_structural_key_of_fused_graphs_ignores_value_ids():
         x = g.input((6,))
         out = g("reduce_sum", g("tanh", g("exp", x)), axis=(0,), keepdims=False)
         graph = g.build(out)
-        from jittape.ir import Graph
+        from jittape.compiler.ir import Graph
 
         graph = Graph((x,), (Type((6,), "float64"),), graph.nodes, graph.outputs)
         return passes.run_pipeline(graph).graph

@@ -33,8 +33,8 @@ from hypothesis import strategies as st
 
 import jittape  # noqa: F401  (registers the ops)
 import passes
-from jittape.backends import interpret
-from jittape.ir import Const, GraphBuilder, Type, freeze_attrs, get_op, infer_types
+from jittape.compiler.backends import interpret
+from jittape.compiler.ir import Const, GraphBuilder, Type, freeze_attrs, get_op, infer_types
 
 SHAPES = [(3, 4), (4,), (1, 4), (3, 1), ()]
 UNARY = [
@@ -634,7 +634,7 @@ def test_matmul_kernel_whose_epilogue_is_dead_code():
 
 def test_passes_imports_on_its_own():
     # ``import passes`` before ``import jittape`` was a circular import (passes ->
-    # jittape.ir -> jittape/__init__ -> tape -> autodiff -> passes, half initialised).
+    # jittape.compiler.ir -> jittape/__init__ -> tape -> autodiff -> passes, half initialised).
     # The design says passes depends only on the IR module.
     import subprocess
     import sys

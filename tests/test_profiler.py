@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import jittape as jt
-from jittape import profiler
-from jittape.backends import clock, cpu
+from jittape.compiler import profiler
+from jittape.compiler.backends import clock, cpu
 
 pytestmark = pytest.mark.skipif(not clock.AVAILABLE, reason="needs an x86-64 cycle counter")
 

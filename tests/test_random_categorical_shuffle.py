@@ -97,7 +97,7 @@ def test_shuffle_seeds_scalar_and_gradient():
     assert tape.gradient(y, v) is None  # TF's RandomShuffle has no gradient
 
 
-@pytest.mark.filterwarnings("error::jittape.backends.cpu.CompileWarning")
+@pytest.mark.filterwarnings("error::jittape.compiler.backends.cpu.CompileWarning")
 @pytest.mark.parametrize("backend", ["interpret", "cpu"])
 def test_compiled_draws_afresh_and_follows_set_seed(backend):
     @jt.function(backend=backend)

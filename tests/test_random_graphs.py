@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 import jittape as jt
 import passes
 from jittape.autodiff import backward_graph, forward_graph
-from jittape.backends import interpret
-from jittape.ir import verify
+from jittape.compiler.backends import interpret
+from jittape.compiler.ir import verify
 
 UNARY = {
     "tanh": jt.tanh,

@@ -9,8 +9,8 @@ import pytest
 from tolerances import tol
 
 import jittape as jt
-from jittape import layers as L
-from jittape import regularizers as R
+from jittape.keras import layers as L
+from jittape.keras import regularizers as R
 
 T64 = tol("float64")
 T32 = tol("float32")

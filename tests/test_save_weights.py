@@ -18,9 +18,9 @@ import pytest
 from tolerances import tol
 
 import jittape as jt
-from jittape import layers as L
-from jittape import optimizers as O
-from jittape import saving
+from jittape.keras import layers as L
+from jittape.keras import optimizers as O
+from jittape.keras.saving import weights as saving
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 T32 = tol("float32")

@@ -26,9 +26,10 @@ from tolerances import tol
 
 import jittape as jt
 from jittape import train as _train
-from jittape.backends import interpret
-from jittape.ir import (Const, GraphBuilder, GraphTextError, Opaque, Type, dump_graph,
-                        get_op, parse_graph)
+from jittape.compiler.backends import interpret
+from jittape.compiler.ir import (
+    Const, GraphBuilder, GraphTextError, Opaque, Type, dump_graph, get_op, parse_graph,
+)
 
 RNG = np.random.default_rng(7)
 F32 = np.float32

@@ -9,7 +9,7 @@ import pytest
 from tolerances import tol
 
 import jittape as jt
-from jittape.optimizers import schedules as S
+from jittape.keras.optimizers import schedules as S
 
 T32 = tol("float32")
 STEPS = np.arange(0, 161)

@@ -1,5 +1,5 @@
 """One trace for a family of shapes (issue 19): ``input_signature`` with ``None`` dims and
-``reduce_retracing=True`` trace with symbolic sizes (``jittape.dims``), as TF does, so that
+``reduce_retracing=True`` trace with symbolic sizes (``jittape.compiler.dims``), as TF does, so that
 the Python function runs once and one trace serves every batch size; each new binding of
 the sizes is specialized (passes, code generation) and compiles nothing new."""
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jittape as jt
-from jittape.dims import Dim, SymbolicSizeError, new_symbol, unify
+from jittape.compiler.dims import Dim, SymbolicSizeError, new_symbol, unify
 
 BACKENDS = ["interpret", "cpu"]
 

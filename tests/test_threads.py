@@ -119,13 +119,13 @@ def _compiled_regression(w0):
 
 
 def _origins():
-    from jittape.backends import cpu
+    from jittape.compiler.backends import cpu
 
     return cpu.stats["compiled"] + cpu.stats["disk_hits"] + cpu.stats["memory_hits"]
 
 
 def _check_threads(shapes_of, n_signatures):
-    from jittape.backends import cpu
+    from jittape.compiler.backends import cpu
 
     rng = np.random.default_rng(7)
     f, reference = _compiled_regression(rng.standard_normal((5, 3)))

@@ -1,4 +1,4 @@
-"""jittape.backends.vmath: accuracy, special values, dtypes, numpy semantics,
+"""jittape.compiler.backends.vmath: accuracy, special values, dtypes, numpy semantics,
 vectorization and the on-disk cache.
 
 The compiled kernels are defined once at module level and shared by the
@@ -19,7 +19,7 @@ import numba
 import numpy as np
 import pytest
 
-from jittape.backends import vmath as vm
+from jittape.compiler.backends import vmath as vm
 
 FLAGS = dict(fastmath={"reassoc", "contract"}, error_model="numpy")
 UNARY = ("exp", "log", "log1p", "tanh", "sigmoid")
@@ -432,7 +432,7 @@ def test_chain_kernel_vectorizes_without_libm():
 CACHED_MODULE = """
 import numba
 import numpy as np
-from jittape.backends import vmath as _vm
+from jittape.compiler.backends import vmath as _vm
 
 
 @numba.njit(fastmath={"reassoc", "contract"}, error_model="numpy", cache=True)

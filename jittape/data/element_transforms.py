@@ -453,8 +453,8 @@ def _traced_spec(fn, upstream: Dataset, method: str):
     size stays unknown) and read the spec of its result, as tf.data traces map
     functions. A function that needs concrete values (``.numpy()``, Python control flow
     on a tensor) is run on the first element instead."""
-    from ..dims import new_symbol
-    from ..ir import Type
+    from ..compiler.dims import new_symbol
+    from ..compiler.ir import Type
 
     spec = upstream.element_spec
     flat = _flat(spec)

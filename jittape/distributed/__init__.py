@@ -71,7 +71,7 @@ def barrier() -> None:
 
 def __getattr__(name):
     if name == "DataParallel":  # the Keras part loads the model machinery
-        from .keras import DataParallel
+        from ..keras.distribution import DataParallel
 
         return DataParallel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from ..backends import blas, collective as _ctables
+from ..compiler.backends import blas, collective as _ctables
 from ..ops import collective as _coll
 
 DEFAULT_TIMEOUT = 300.0  # seconds; JITTAPE_COLLECTIVE_TIMEOUT or init(timeout=)

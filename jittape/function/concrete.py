@@ -13,14 +13,15 @@ import numpy as np
 
 import passes
 
-from .. import backends, nest
+from ..compiler import backends
+from .. import nest
 from .. import printing as _printing
-from .. import profiler as _profiler
+from ..compiler import profiler as _profiler
 from ..ops import collective as _collective
 from .. import config as _config
-from ..dims import bind
+from ..compiler.dims import bind
 from ..errors import InvalidArgumentError
-from ..ir import ConcretizeError, concretize
+from ..compiler.ir import ConcretizeError, concretize
 from ..tensor import Tensor
 from .spec import _describe_spec, _spec_of
 

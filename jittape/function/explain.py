@@ -3,7 +3,7 @@ the passes, the kernels after fusion, the generated source, the compile times)."
 
 from __future__ import annotations
 
-from ..ir import print_graph
+from ..compiler.ir import print_graph
 from .concrete import ConcreteFunction
 
 

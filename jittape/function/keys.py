@@ -10,7 +10,7 @@ import weakref
 
 import numpy as np
 
-from ..ir import Type, dtype_name
+from ..compiler.ir import Type, dtype_name
 from ..tensor import Tensor, Variable
 from .spec import TensorSpec
 

@@ -32,11 +32,12 @@ import types
 import warnings
 import weakref
 
-from .. import _state, backends, nest
+from .. import _state, nest
+from ..compiler import backends
 from ..ops import collective as _collective
 from .. import config as _config
 from ..config import _flags
-from ..ir import is_symbolic
+from ..compiler.ir import is_symbolic
 from ..tensor import _config as _tensor_config
 from .binding import _Binding, _WeakMethod, _signature_of, fit_signature
 from .concrete import ConcreteFunction, _log
@@ -297,7 +298,7 @@ class Function:
     # -- tracing -------------------------------------------------------------------
     def _trace(self, key, backend, args, kwargs, mask=None) -> ConcreteFunction:
         """Trace the Python function for this call signature. ``mask`` (argument leaf
-        -> dims) names the sizes traced as symbols (``jittape.dims``): None in the
+        -> dims) names the sizes traced as symbols (``jittape.compiler.dims``): None in the
         input_signature, or generalized by reduce_retracing."""
         t0 = time.perf_counter()
         first = self._traces == 0

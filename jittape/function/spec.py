@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import as_dtype
-from ..ir import Type
+from ..compiler.ir import Type
 from ..tensor import Tensor, Variable
 
 

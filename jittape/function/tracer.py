@@ -12,9 +12,9 @@ import weakref
 import numpy as np
 
 from .. import _state, nest
-from ..dims import new_symbol, reset_names
+from ..compiler.dims import new_symbol, reset_names
 from ..errors import InvalidArgumentError, user_location
-from ..ir import Type, dtype_name
+from ..compiler.ir import Type, dtype_name
 from ..tensor import Tensor, Tracer, Variable, convert_to_tensor
 from .keys import _arg_name, _symbolize
 from .spec import _spec_of
@@ -113,7 +113,7 @@ class FunctionTracer(Tracer):
         return value
 
     def evaluate(self, t: Tensor) -> Tensor:
-        from ..backends import interpret
+        from ..compiler.backends import interpret
         from passes.prune import prune_unreachable
 
         g = prune_unreachable(self.builder.build([t._id]), drop_inputs=True).graph

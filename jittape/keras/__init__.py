@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import sys as _sys
 
-from .. import constraints, initializers, layers, losses, metrics, optimizers, regularizers
-from ..layers import Input, InputLayer, Layer  # noqa: F401
-from ..metrics import Metric  # noqa: F401
-from ..optimizers import schedules as _schedules
-from ..models import Model  # noqa: F401
-from ..sequential import Sequential  # noqa: F401
+from . import constraints, initializers, layers, losses, metrics, optimizers, regularizers
+from .layers import Input, InputLayer, Layer  # noqa: F401
+from .metrics import Metric  # noqa: F401
+from .optimizers import schedules as _schedules
+from .models.model import Model  # noqa: F401
+from .models.sequential import Sequential  # noqa: F401
 
 # the short forms' modules under their Keras paths, so that ``import jittape.keras.layers``
 # and ``from jittape.keras.optimizers.schedules import ExponentialDecay`` find them

@@ -8,7 +8,7 @@ known to ``jt.layers`` by name (``Dense(4, activation="elu")``).
 from __future__ import annotations
 
 
-from .. import layers as _layers
+from . import layers as _layers
 from .. import ops as _ops
 
 __all__ = [

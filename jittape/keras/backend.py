@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import naming as _naming
+from . import naming as _naming
 
 __all__ = ["clear_session", "floatx", "epsilon"]
 

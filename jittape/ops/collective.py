@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import NO_GRADIENT
+from ..compiler.ir import NO_GRADIENT
 from ..tensor import apply, convert_args
 from .registry import defop
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Type
+from ..compiler.ir import Type
 from ..tensor import apply, convert_args
 from . import shaping as S
-from ..dims import unify
+from ..compiler.dims import unify
 from .registry import broadcast_shapes, defop, same_dtype
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import NO_GRADIENT, Type
-from ..dims import Dim
+from ..compiler.ir import NO_GRADIENT, Type
+from ..compiler.dims import Dim
 from ..tensor import apply, convert_args
 from .registry import binary, broadcast_shapes, defop, elementwise_infer, same_dtype, unary
 
@@ -505,7 +505,7 @@ def as_shape(shape, opname, allow_minus_one=False) -> tuple:
                         ) from None
     out = []
     for d in dims:
-        if isinstance(d, Dim):  # a symbolic size (jittape.dims): known at the call
+        if isinstance(d, Dim):  # a symbolic size (jittape.compiler.dims): known at the call
             out.append(d)
             continue
         bad = isinstance(d, bool) or getattr(type(d), "__index__", None) is None
@@ -589,7 +589,7 @@ def ones_like(x, dtype=None, name=None):
 
 def constant_op(value):
     """A constant node (used by tracing to embed small values)."""
-    from ..ir import Const
+    from ..compiler.ir import Const
 
     return apply(const_op, value=Const(value))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidArgumentError, composite
-from ..ir import NO_GRADIENT, Type
+from ..compiler.ir import NO_GRADIENT, Type
 from ..tensor import apply, convert_args
 from . import elementwise as E
 from . import reduction as R

@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from ..ir import Type
+from ..compiler.ir import Type
 from ..tensor import Tensor, convert_to_tensor, function_tracer
 
 _DEFAULT_GLOBAL_SEED = 87654321  # TF's DEFAULT_GRAPH_SEED, used when only an op seed is given

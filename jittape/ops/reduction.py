@@ -6,11 +6,11 @@ import numpy as np
 
 from ..dtypes import as_dtype
 from ..errors import InvalidArgumentError, composite
-from ..ir import NO_GRADIENT, Type
+from ..compiler.ir import NO_GRADIENT, Type
 from ..tensor import apply, convert_args
 from . import elementwise as E
 from . import shaping as S
-from ..dims import is_symbolic
+from ..compiler.dims import is_symbolic
 from .registry import defop, normalize_axis
 from .sizes import symbolic_size
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dims import Dim, SymbolicSizeError, unify
-from ..ir import LOWERING_CHECKS, OP_TABLE, OpDef, Type  # noqa: F401 (LOWERING_CHECKS)
+from ..compiler.dims import Dim, SymbolicSizeError, unify
+from ..compiler.ir import LOWERING_CHECKS, OP_TABLE, OpDef, Type  # noqa: F401 (LOWERING_CHECKS)
 from ..tensor import apply
 
 REGISTRY: dict[str, OpDef] = OP_TABLE  # the IR's table: passes look ops up by name

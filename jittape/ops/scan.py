@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..ir import Type
+from ..compiler.ir import Type
 from ..tensor import apply, convert_args
 from . import elementwise as E
 from .registry import defop

@@ -7,12 +7,12 @@ import numbers
 import numpy as np
 
 from ..errors import InvalidArgumentError, composite
-from ..ir import decode_index, NO_GRADIENT, Type
+from ..compiler.ir import decode_index, NO_GRADIENT, Type
 from ..tensor import Tensor, Variable, apply, convert_args, convert_to_tensor
 from . import elementwise as E
-from ..dims import Dim
+from ..compiler.dims import Dim
 from ..dtypes import as_dtype
-from ..dims import unify
+from ..compiler.dims import unify
 from .registry import defop, normalize_axis, prod, same_dtype, symbolic_probe
 from .sizes import symbolic_shape, symbolic_size
 
@@ -28,7 +28,7 @@ def _known(shape, opname):
 
 def _resolve_shape(shape, size, opname="reshape"):
     """``shape`` with its -1 worked out for ``size`` elements (sizes may be symbolic,
-    ``jittape.dims``: ``s0 * 784`` elements into ``[-1, 784]`` gives ``[s0, 784]``)."""
+    ``jittape.compiler.dims``: ``s0 * 784`` elements into ``[-1, 784]`` gives ``[s0, 784]``)."""
     shape = [d if isinstance(d, Dim) else int(d) for d in shape]
     if shape.count(-1) > 1:
         raise ValueError(f"{opname}: only one dimension can be -1, got {shape}")

@@ -1,7 +1,7 @@
 """Ops whose value is a size: ``shape`` and ``size``.
 
 Eagerly they read the array's shape. In a graph traced with symbolic sizes
-(``jittape.dims``) they stay nodes until a call binds the sizes; then
+(``jittape.compiler.dims``) they stay nodes until a call binds the sizes; then
 ``ir.concretize`` makes each a constant (their records' ``from_types``), so no
 backend ever runs them and the constant folds into what uses it (the ``1/N`` of a
 mean becomes a kernel argument, as for a trace with known sizes).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import NO_GRADIENT, Type
+from ..compiler.ir import NO_GRADIENT, Type
 from ..tensor import apply
 from .registry import defop, prod
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..dtypes import as_dtype
 from ..errors import InvalidArgumentError, composite
-from ..ir import NO_GRADIENT, Type
+from ..compiler.ir import NO_GRADIENT, Type
 from ..tensor import apply, convert_args, convert_to_tensor
 from . import elementwise as E
 from . import shaping as S

@@ -59,7 +59,7 @@ from .. import _files
 from .. import nest
 from .. import train as _train
 from ..function import ConcreteFunction, Function, TensorSpec
-from ..ir import GraphTextError, dump_graph, parse_graph
+from ..compiler.ir import GraphTextError, dump_graph, parse_graph
 from ..module import Module
 from ..tensor import Variable
 from . import encode as E

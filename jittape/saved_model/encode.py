@@ -13,7 +13,7 @@ import numpy as np
 
 from ..function import ConcreteFunction, TensorSpec
 from ..function.keys import _dict_keys
-from ..ir import Graph
+from ..compiler.ir import Graph
 from ..tensor import Variable
 
 

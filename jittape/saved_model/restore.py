@@ -12,11 +12,11 @@ import numpy as np
 
 from .. import nest
 from .. import printing as _printing
-from ..dims import Dim
+from ..compiler.dims import Dim
 from ..errors import InvalidArgumentError
 from ..function import Function, TensorSpec
 from ..function.binding import _Binding
-from ..ir import Type
+from ..compiler.ir import Type
 from ..module import Module, _is_non_trainable, _is_trainable, _is_variable
 from ..tensor import Tensor, Variable, apply, convert_to_tensor
 from .encode import (Trace, arg_leaf_from_json, flat_specs, nest_from_json, same_value,

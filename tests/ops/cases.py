@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 import jittape as jt
-from jittape.ir import Const
+from jittape.compiler.ir import Const
 from jittape.ops import sizes
 from jittape.ops.registry import REGISTRY
 from jittape.tensor import apply

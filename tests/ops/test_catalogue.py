@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jittape as jt
-from jittape.ir import KINDS, NO_GRADIENT, OpDef, Type, infer_types
+from jittape.compiler.ir import KINDS, NO_GRADIENT, OpDef, Type, infer_types
 from jittape.ops.registry import REGISTRY
 
 from tolerances import coarsest, tol

@@ -76,7 +76,7 @@ def test_resize_integer_images():
     np.testing.assert_allclose(z.numpy(), _np_bilinear((3, 5))(u), rtol=1e-6)
 
 
-@pytest.mark.filterwarnings("error::jittape.backends.cpu.CompileWarning")
+@pytest.mark.filterwarnings("error::jittape.compiler.backends.cpu.CompileWarning")
 def test_singular_matrix_in_a_compiled_step():
     f = jt.function(lambda a, b: (jt.linalg.inv(a), jt.linalg.solve(a, b)), backend="cpu")
     b = np.ones((2, 2, 1))

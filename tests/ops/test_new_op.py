@@ -53,7 +53,7 @@ def test_the_catalogue_checks_pass_for_it(case, spy):
 
 def test_it_is_fused_and_compiled_on_cpu(softsign):
     import passes
-    from jittape.backends import cpu
+    from jittape.compiler.backends import cpu
 
     def f(x, y):
         return jt.reduce_sum(apply(softsign, x * y) + 1.0, axis=1)

@@ -1,0 +1,157 @@
+"""``BatchNormalization``: batch statistics in training, moving statistics otherwise."""
+
+from __future__ import annotations
+
+import numbers
+
+from .. import constraints as _constraints
+from .. import initializers as _init
+from ... import ops as _ops
+from .. import regularizers as _regularizers
+from ...errors import InvalidArgumentError
+from ..naming import _fmt_shape
+from .base import Layer
+from .utils import _promote
+
+
+class BatchNormalization(Layer):
+    """Normalize over every axis except ``axis`` (Keras' formulas).
+
+    With ``training=True``::
+
+        mean, var = batch mean and biased batch variance (divided by n, not n - 1)
+        y = (x - mean) / sqrt(var + epsilon) * gamma + beta
+        moving_mean     <- moving_mean * momentum + mean * (1 - momentum)
+        moving_variance <- moving_variance * momentum + var * (1 - momentum)
+
+    Otherwise ``y`` uses ``moving_mean`` and ``moving_variance`` and nothing is
+    updated. gamma and beta are trainable; the moving statistics are non-trainable
+    variables (updated with ``assign``). ``beta_regularizer``/``gamma_regularizer`` and
+    ``beta_constraint``/``gamma_constraint`` apply to those two weights.
+
+    ``synchronized`` is accepted for Keras' configs (one device: nothing to synchronize);
+    batch renormalization (``renorm=True``) is not implemented.
+    """
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones",
+                 moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, synchronized=False, renorm=False, renorm_clipping=None,
+                 renorm_momentum=0.99, name=None, dtype=None, input_shape=None, trainable=True,
+                 **kwargs):
+        super().__init__(trainable=trainable, name=name, dtype=dtype, input_shape=input_shape,
+                         **kwargs)
+        if renorm or renorm_clipping is not None:
+            raise NotImplementedError(
+                "BatchNormalization: batch renormalization (renorm=True, renorm_clipping) is "
+                f"not implemented in jittape, got renorm={renorm!r}, "
+                f"renorm_clipping={renorm_clipping!r}")
+        self.synchronized = bool(synchronized)
+        self.renorm_momentum = float(renorm_momentum)
+        if not isinstance(axis, numbers.Integral):
+            raise TypeError(f"BatchNormalization: axis must be an int, got {axis!r}")
+        self.axis = int(axis)
+        self.momentum = float(momentum)
+        self.epsilon = float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.beta_initializer = _init.get(beta_initializer)
+        self.gamma_initializer = _init.get(gamma_initializer)
+        self.moving_mean_initializer = _init.get(moving_mean_initializer)
+        self.moving_variance_initializer = _init.get(moving_variance_initializer)
+        self.beta_regularizer = _regularizers.get(beta_regularizer)
+        self.gamma_regularizer = _regularizers.get(gamma_regularizer)
+        self.beta_constraint = _constraints.get(beta_constraint)
+        self.gamma_constraint = _constraints.get(gamma_constraint)
+        self.gamma = self.beta = self.moving_mean = self.moving_variance = None
+
+    def _axis(self, rank):
+        a = self.axis + rank if self.axis < 0 else self.axis
+        if not 0 <= a < rank:
+            raise InvalidArgumentError(
+                f'layer "{self.name}": axis {self.axis} is out of range for inputs of rank {rank}'
+            )
+        return a
+
+    def build(self, input_shape):
+        a = self._axis(len(input_shape))
+        dim = input_shape[a]
+        if dim is None:
+            raise InvalidArgumentError(
+                f'layer "{self.name}": axis {self.axis} of the input shape '
+                f"{_fmt_shape(input_shape)} must be known"
+            )
+        self._rank = len(input_shape)
+        shape = (dim,)
+        if self.scale:
+            self.gamma = self.add_weight(
+                shape=shape, initializer=self.gamma_initializer, name="gamma",
+                regularizer=self.gamma_regularizer, constraint=self.gamma_constraint)
+        if self.center:
+            self.beta = self.add_weight(
+                shape=shape, initializer=self.beta_initializer, name="beta",
+                regularizer=self.beta_regularizer, constraint=self.beta_constraint)
+        self.moving_mean = self.add_weight(
+            "moving_mean", shape, self.moving_mean_initializer, trainable=False)
+        self.moving_variance = self.add_weight(
+            "moving_variance", shape, self.moving_variance_initializer, trainable=False)
+
+    def _check_input(self, shape):
+        if len(shape) != self._rank:
+            raise InvalidArgumentError(
+                f'Input 0 of layer "{self.name}" is incompatible with the layer: expected '
+                f"ndim={self._rank}, found ndim={len(shape)}. Full shape received: "
+                f"{_fmt_shape(shape)}"
+            )
+        a = self._axis(len(shape))
+        if shape[a] != self.moving_mean.shape[0]:
+            raise self._incompatible(self.axis, self.moving_mean.shape[0], shape)
+
+    def call(self, inputs, training=None):
+        inputs = _promote(inputs, self.dtype)
+        rank = inputs.ndim
+        a = self._axis(rank)
+        reduce_axes = [i for i in range(rank) if i != a]
+        bshape = [1] * rank
+        bshape[a] = self.moving_mean.shape[0]
+
+        def param(v):
+            return v if a == rank - 1 else _ops.reshape(v, bshape)
+
+        if training and self.trainable:
+            mean = _ops.reduce_mean(inputs, reduce_axes, keepdims=True)
+            var = _ops.reduce_mean(_ops.square(inputs - mean), reduce_axes, keepdims=True)
+            m = _ops.stop_gradient(_ops.reshape(mean, bshape[a:a + 1]))
+            v = _ops.stop_gradient(_ops.reshape(var, bshape[a:a + 1]))
+            k = self.momentum
+            self.moving_mean.assign(self.moving_mean * k + m * (1.0 - k))
+            self.moving_variance.assign(self.moving_variance * k + v * (1.0 - k))
+        else:
+            mean = param(self.moving_mean)
+            var = param(self.moving_variance)
+        y = (inputs - mean) / _ops.sqrt(var + self.epsilon)
+        if self.scale:
+            y = y * param(self.gamma)
+        if self.center:
+            y = y + param(self.beta)
+        return y
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        s = _init.serialize
+        return {
+            **super().get_config(), "axis": self.axis, "momentum": self.momentum,
+            "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
+            "beta_initializer": s(self.beta_initializer),
+            "gamma_initializer": s(self.gamma_initializer),
+            "moving_mean_initializer": s(self.moving_mean_initializer),
+            "moving_variance_initializer": s(self.moving_variance_initializer),
+            "beta_regularizer": _regularizers.serialize(self.beta_regularizer),
+            "gamma_regularizer": _regularizers.serialize(self.gamma_regularizer),
+            "beta_constraint": _constraints.serialize(self.beta_constraint),
+            "gamma_constraint": _constraints.serialize(self.gamma_constraint),
+            "synchronized": self.synchronized, "renorm": False, "renorm_clipping": None,
+            "renorm_momentum": self.renorm_momentum,
+        }

@@ -1,0 +1,13 @@
+"""``jt.keras.models``: Keras 3's ``keras.models`` names (the models, ``clone_model``, and
+the ``.keras`` archive's ``save_model`` / ``load_model``)."""
+
+from __future__ import annotations
+
+from .cloning import clone_model
+from ..layers import Input, InputLayer
+from .functional import load_model, save_model
+from .model import Functional, Model
+from .sequential import Sequential
+
+__all__ = ["Model", "Functional", "InputLayer", "Input", "Sequential", "clone_model",
+           "load_model", "save_model"]

@@ -1,0 +1,1 @@
+"""``jittape.keras.saving``."""
