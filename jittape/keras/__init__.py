@@ -1,32 +1,25 @@
-"""``jt.keras``: Keras' names for jittape's objects, so ``tf.keras.X`` ports as ``jt.keras.X``.
+"""``jt.keras``: Keras 3 over jittape's TF core, laid out like Keras 3's sources, so
+``tf.keras.X`` ports as ``jt.keras.X``.
 
-``jt.keras.layers`` *is* ``jt.layers`` (likewise ``optimizers``, ``losses``,
-``metrics``, ``initializers``, ``regularizers``, ``constraints``); ``activations``,
-``callbacks``, ``utils``, ``backend`` and ``models`` (the models, ``clone_model``,
-``load_model``, ``save_model``) live here. ``from jittape.keras.layers import Dense``
-works.
+``layers``, ``optimizers``, ``losses``, ``metrics``, ``initializers``, ``regularizers``,
+``constraints``, ``activations``, ``callbacks``, ``utils``, ``backend`` and ``models``
+(the models, ``clone_model``, ``load_model``, ``save_model``) are this package's
+modules; ``trainers`` (fit, evaluate, predict), ``saving`` (records and weights files)
+and ``distribution`` (DataParallel) sit below ``models``. The root's short forms
+(``jt.layers``, ``jt.Sequential``, ...) are these same modules and classes.
+
+Keras imports the public core (``jittape.tensor``, ``ops``, ``tape``, ``function``, ...)
+and never ``jittape.compiler``: the contracts in ``pyproject.toml`` say so and
+``tests/test_layering.py`` checks them.
 """
 
 from __future__ import annotations
 
-import sys as _sys
-
 from . import constraints, initializers, layers, losses, metrics, optimizers, regularizers
 from .layers import Input, InputLayer, Layer  # noqa: F401
 from .metrics import Metric  # noqa: F401
-from .optimizers import schedules as _schedules
-from .models.model import Model  # noqa: F401
-from .models.sequential import Sequential  # noqa: F401
-
-# the short forms' modules under their Keras paths, so that ``import jittape.keras.layers``
-# and ``from jittape.keras.optimizers.schedules import ExponentialDecay`` find them
-for _name, _mod in (("layers", layers), ("optimizers", optimizers), ("losses", losses),
-                    ("metrics", metrics), ("initializers", initializers),
-                    ("regularizers", regularizers), ("constraints", constraints),
-                    ("optimizers.schedules", _schedules)):
-    _sys.modules.setdefault(f"{__name__}.{_name}", _mod)
-
-from . import activations, backend, callbacks, models, utils  # noqa: E402,F401
+from .models import Model, Sequential  # noqa: F401
+from . import activations, backend, callbacks, models, utils  # noqa: F401
 
 __all__ = ["layers", "optimizers", "losses", "metrics", "initializers", "regularizers",
            "constraints", "activations", "callbacks", "utils", "backend", "Sequential", "Layer",

@@ -17,7 +17,7 @@ An export directory (format version 1)::
     variables/variables.jtckpt  the variables: an .npz archive, one array per object
                                 path (the format of jt.train.Checkpoint's files)
     captures.npz                arrays the traces captured (eager tensors they used)
-    functions/<k>.jtir          trace k's graph as IR text (``jt.ir.dump_graph``)
+    functions/<k>.jtir          trace k's graph as IR text (``jittape.compiler.ir_text.dump_graph``)
 
 ``saved_model.json``: ``format`` ("jittape.saved_model"), ``version``; ``objects``: per
 object path, its class, name and children (``[name, "object" | "variable", path]``,

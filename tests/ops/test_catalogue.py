@@ -152,7 +152,7 @@ class Spy:
 @pytest.fixture
 def spy(monkeypatch):
     # the spy sees the ops' numpy references run: that is the interpret backend
-    monkeypatch.setattr(jt.backends, "_current", ["interpret"])
+    monkeypatch.setattr(jt.compiler.backends, "_current", ["interpret"])
     return Spy().install(monkeypatch)
 
 

@@ -39,7 +39,7 @@ def case(softsign):
 
 @pytest.fixture
 def spy(monkeypatch):
-    monkeypatch.setattr(jt.backends, "_current", ["interpret"])
+    monkeypatch.setattr(jt.compiler.backends, "_current", ["interpret"])
     return cat.Spy().install(monkeypatch)
 
 

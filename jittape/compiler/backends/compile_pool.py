@@ -44,7 +44,11 @@ class _Worker:
     """One worker process, asked one job at a time over its pipes."""
 
     def __init__(self):
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        # the folder that holds the jittape package (jittape/compiler/backends/ is 3 down)
+        here = os.path.abspath(__file__)
+        for _ in range(4):
+            here = os.path.dirname(here)
+        root = here
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"]
                                     if env.get("PYTHONPATH") else "")

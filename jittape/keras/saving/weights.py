@@ -240,7 +240,8 @@ def weight_paths(model) -> dict:
     Example::
 
         model = jt.Sequential([jt.layers.Dense(2, input_shape=(3,))])
-        list(jittape.keras.saving.weights.weight_paths(model))  # ["layers/dense/vars/0", "layers/dense/vars/1"]
+        list(jittape.keras.saving.weights.weight_paths(model))
+        # ["layers/dense/vars/0", "layers/dense/vars/1"]
     """
     _check_model(model, "weight_paths")
     return {f"{_vars_path(e.path)}/{i}": v for e in _plan(model) for i, v in enumerate(e.variables)}
