@@ -38,19 +38,13 @@ from .compiler import profiler  # noqa: F401
 from . import math  # noqa: F401
 from . import image, linalg  # noqa: F401
 from . import random, train  # noqa: F401
-from .keras import initializers, layers, optimizers, losses  # noqa: F401
-from .keras import constraints, regularizers  # noqa: F401
 from . import distributed  # noqa: F401
 from .module import Module, name_scope  # noqa: F401
-from .keras import metrics  # noqa: F401
-from .keras.models.sequential import Sequential  # noqa: F401
 from . import config  # noqa: F401
 from .function import Function, TensorSpec, function  # noqa: F401
 from .printing import print  # noqa: F401,A001 (tf.print)
 from . import data  # noqa: F401
 from . import saved_model  # noqa: F401
-from . import keras  # noqa: F401
-from .keras.models.model import Model  # noqa: F401
 
 
 def constant(value, dtype=None, shape=None, name=None):  # noqa: F811 (TF's argument name)
@@ -79,5 +73,70 @@ def _load_default_backend():
 _load_default_backend()
 
 newaxis = None  # x[:, jt.newaxis] inserts an axis, as tf.newaxis
+
+# Keras loads on first use, as ``tf.keras`` does: ``import jittape`` (and so ``import
+# jittape.compiler`` or ``import passes``) loads no Keras module. The short forms are
+# the Keras modules and classes themselves: ``jt.layers is jt.keras.layers``.
+_KERAS_MODULES = frozenset({"layers", "optimizers", "losses", "metrics", "initializers",
+                            "regularizers", "constraints"})
+_KERAS_NAMES = frozenset({"Sequential", "Model", "Input"})
+
+
+def __getattr__(name):
+    import importlib
+
+    if name == "keras" or name in _KERAS_MODULES:
+        value = importlib.import_module(f"{__name__}.keras" if name == "keras"
+                                        else f"{__name__}.keras.{name}")
+    elif name in _KERAS_NAMES:
+        value = getattr(importlib.import_module(f"{__name__}.keras"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | {"keras"} | _KERAS_MODULES | _KERAS_NAMES)
+
+
+class _ShortForms:
+    """``import jittape.layers`` (and ``jittape.layers.core``, ``jittape.optimizers.
+    schedules``, ...) finds the Keras module itself, as ``jt.layers`` does; ``import
+    jittape.cache`` / ``jittape.profiler`` find the compiler's."""
+
+    _ALIASES = {**{f"{__name__}.{m}": f"{__name__}.keras.{m}" for m in _KERAS_MODULES},
+                f"{__name__}.cache": f"{__name__}.compiler.cache",
+                f"{__name__}.profiler": f"{__name__}.compiler.profiler"}
+
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        head = next((a for a in cls._ALIASES if fullname == a or fullname.startswith(a + ".")),
+                    None)
+        if head is None:
+            return None
+        import importlib.util
+
+        return importlib.util.spec_from_loader(fullname, _AliasLoader(
+            cls._ALIASES[head] + fullname[len(head):]))
+
+
+class _AliasLoader:
+    def __init__(self, real):
+        self.real = real
+
+    def create_module(self, spec):
+        import importlib
+
+        return importlib.import_module(self.real)
+
+    def exec_module(self, module):
+        pass
+
+
+import sys as _sys  # noqa: E402
+
+if not any(isinstance(f, type) and f.__name__ == "_ShortForms" for f in _sys.meta_path):
+    _sys.meta_path.insert(0, _ShortForms)
 
 from .version import __version__  # noqa: E402,F401
