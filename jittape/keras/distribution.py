@@ -32,7 +32,6 @@ What it changes, on every rank of ``mpiexec -n N``:
 from __future__ import annotations
 
 import contextlib
-import itertools
 import threading
 import warnings
 
@@ -153,43 +152,6 @@ class DataParallel:
                                      sources=variables)
         for v, s in zip(variables, summed):
             v.assign(s)
-
-
-def shard_iterable(data, steps, rank: int, size: int, world):
-    """(data, steps, agree) of an iterable's share: a ``jt.data.Dataset`` by ``shard``,
-    others every ``size``-th element from ``rank``; with a known length every rank
-    takes ``length // size`` steps, else the ranks agree at each step whether all have
-    a batch (``agree``)."""
-    n = steps
-    if n is None:
-        try:
-            n = len(data)
-        except (TypeError, ValueError):
-            n = None
-    if hasattr(data, "shard") and callable(data.shard):
-        mine = data.shard(size, rank)
-    else:
-        mine = _Every(data, rank, size)
-    if n is not None:
-        return mine, int(n) // size, None
-    return mine, None, world
-
-
-class _Every:
-    """Every ``size``-th element of an iterable, from ``rank``."""
-
-    def __init__(self, data, rank, size):
-        self.data, self.rank, self.size = data, rank, size
-
-    def __iter__(self):
-        return itertools.islice(iter(self.data), self.rank, None, self.size)
-
-
-def all_have(world, have: bool) -> bool:
-    """Whether every rank has a batch this step (a 4-byte allreduce)."""
-    from ..ops.collective import allreduce
-
-    return int(allreduce(np.array(int(have), np.int32), average=False).numpy()) == world.size
 
 
 __all__ = ["DataParallel", "active"]

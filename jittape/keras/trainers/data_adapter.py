@@ -12,6 +12,7 @@ a one-hot row is its argmax), multiplied into any ``sample_weight``.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 
@@ -239,7 +240,6 @@ class _Iterable:
         self._agree = None  # the world, when the ranks agree at each step (unknown length)
 
     def shard_over(self, rank: int, ranks: int, world) -> None:
-        from ..distribution import shard_iterable
 
         self.data, self.steps, self._agree = shard_iterable(self.data, self.steps, rank,
                                                             ranks, world)
@@ -255,7 +255,6 @@ class _Iterable:
                 element = next(self._it)
             except StopIteration:
                 if self._agree is not None:
-                    from ..distribution import all_have
 
                     all_have(self._agree, False)  # the others stop at this step too
                 if restartable or count:
@@ -264,7 +263,6 @@ class _Iterable:
                                  "can be consumed once; pass steps_per_epoch and a generator "
                                  "that loops, or a jt.data.Dataset)") from None
             if self._agree is not None:
-                from ..distribution import all_have
 
                 if not all_have(self._agree, True):
                     return  # another rank's data ended: every rank stops here
@@ -290,3 +288,44 @@ def make_adapter(x, y, sample_weight, batch_size=None, shuffle=False, class_weig
                              "(the dataset yields (x, y, sample_weight))")
         return _Iterable(x, class_weight, steps, what)
     return _Arrays(x, y, sample_weight, batch_size, shuffle, class_weight, steps, whole, what)
+
+
+# ---------------------------------------------------------------------------
+# A rank's share of an iterable (DataParallel)
+
+
+def shard_iterable(data, steps, rank: int, size: int, world):
+    """(data, steps, agree) of an iterable's share: a ``jt.data.Dataset`` by ``shard``,
+    others every ``size``-th element from ``rank``; with a known length every rank
+    takes ``length // size`` steps, else the ranks agree at each step whether all have
+    a batch (``agree``)."""
+    n = steps
+    if n is None:
+        try:
+            n = len(data)
+        except (TypeError, ValueError):
+            n = None
+    if hasattr(data, "shard") and callable(data.shard):
+        mine = data.shard(size, rank)
+    else:
+        mine = _Every(data, rank, size)
+    if n is not None:
+        return mine, int(n) // size, None
+    return mine, None, world
+
+
+class _Every:
+    """Every ``size``-th element of an iterable, from ``rank``."""
+
+    def __init__(self, data, rank, size):
+        self.data, self.rank, self.size = data, rank, size
+
+    def __iter__(self):
+        return itertools.islice(iter(self.data), self.rank, None, self.size)
+
+
+def all_have(world, have: bool) -> bool:
+    """Whether every rank has a batch this step (a 4-byte allreduce)."""
+    from ...ops.collective import allreduce
+
+    return int(allreduce(np.array(int(have), np.int32), average=False).numpy()) == world.size
