@@ -2,11 +2,13 @@
 ``tf.keras.X`` ports as ``jt.keras.X``.
 
 ``layers``, ``optimizers``, ``losses``, ``metrics``, ``initializers``, ``regularizers``,
-``constraints``, ``activations``, ``callbacks``, ``utils``, ``backend`` and ``models``
-(the models, ``clone_model``, ``load_model``, ``save_model``) are this package's
-modules; ``trainers`` (fit, evaluate, predict), ``saving`` (records and weights files)
-and ``distribution`` (DataParallel) sit below ``models``. The root's short forms
-(``jt.layers``, ``jt.Sequential``, ...) are these same modules and classes.
+``constraints``, ``activations``, ``callbacks``, ``utils``, ``backend``, ``models``
+(the models, ``clone_model``, ``load_model``, ``save_model``) and ``saving``
+(``register_keras_serializable``, ``serialize_keras_object``, records, weights files,
+the archive's functions) are this package's modules; ``trainers`` (fit, evaluate,
+predict) and ``distribution`` (DataParallel) sit below ``models``, ``saving`` below all.
+The root's short forms (``jt.layers``, ``jt.Sequential``, ...) are these same modules
+and classes.
 
 Keras imports the public core (``jittape.tensor``, ``ops``, ``tape``, ``function``, ...)
 and never ``jittape.compiler``: the contracts in ``pyproject.toml`` say so and
@@ -19,11 +21,11 @@ from . import constraints, initializers, layers, losses, metrics, optimizers, re
 from .layers import Input, InputLayer, Layer  # noqa: F401
 from .metrics import Metric  # noqa: F401
 from .models import Model, Sequential  # noqa: F401
-from . import activations, backend, callbacks, models, utils  # noqa: F401
+from . import activations, backend, callbacks, models, saving, utils  # noqa: F401
 
 __all__ = ["layers", "optimizers", "losses", "metrics", "initializers", "regularizers",
            "constraints", "activations", "callbacks", "utils", "backend", "Sequential", "Layer",
-           "Metric", "Model", "Input", "InputLayer", "models"]
+           "Metric", "Model", "Input", "InputLayer", "models", "saving"]
 
 _LATER = {
     "mixed_precision": "jt.keras.mixed_precision",

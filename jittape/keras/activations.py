@@ -9,6 +9,7 @@ from __future__ import annotations
 
 
 from . import layers as _layers
+from .saving import serialization as _config
 from .. import ops as _ops
 
 __all__ = [
@@ -131,3 +132,6 @@ def serialize(activation) -> str:
 def deserialize(name):
     """The activation function named ``name``."""
     return get(name)
+
+
+_config.export("activation", ("keras.activations",), None, {}, functions=_ALL)

@@ -205,3 +205,7 @@ def get(identifier):
     raise ValueError(
         f"Could not interpret constraint identifier: {identifier!r} (give a name such as "
         "'non_neg', a jt.constraints.Constraint, a config dict, or a function of one tensor)")
+
+
+_config.export("constraint", ("keras.constraints",), Constraint, _CLASSES, serialize,
+               deserialize)

@@ -390,3 +390,7 @@ def get(identifier):
         f"Could not interpret initializer {identifier!r}: give a name, an Initializer or a "
         "callable (shape, dtype)"
     )
+
+
+_config.export("initializer", ("keras.initializers",), Initializer, _CLASSES, serialize,
+               deserialize)

@@ -820,3 +820,7 @@ def get(identifier):
     if not callable(obj):
         raise ValueError(f"Could not interpret metric identifier: {identifier!r}")
     return obj
+
+
+_config.export("metric", ("keras.metrics",), Metric, _CLASSES, serialize, deserialize,
+               _FUNCTIONS)

@@ -216,3 +216,7 @@ def get(identifier):
     raise ValueError(
         f"Could not interpret regularizer identifier: {identifier!r} (give a name such as "
         "'l2', a jt.regularizers.Regularizer, a config dict, or a function of one tensor)")
+
+
+_config.export("regularizer", ("keras.regularizers",), Regularizer, _CLASSES, serialize,
+               deserialize)

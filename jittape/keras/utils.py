@@ -1,4 +1,5 @@
-"""``jt.keras.utils``: ``set_random_seed`` and ``to_categorical``, as in Keras 3."""
+"""``jt.keras.utils``: ``set_random_seed`` and ``to_categorical``, as in Keras 3, and
+Keras 3's aliases of ``jt.keras.saving``'s registry and generic (de)serialization."""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ import numpy as np
 from .. import ops as _ops
 from .. import random as _random
 from ..tensor import Tensor, Variable
+from .saving import (CustomObjectScope, custom_object_scope, deserialize_keras_object,
+                     get_custom_objects, get_registered_name, get_registered_object,
+                     register_keras_serializable, serialize_keras_object)
 
-__all__ = ["set_random_seed", "to_categorical"]
+__all__ = ["set_random_seed", "to_categorical", "CustomObjectScope", "custom_object_scope",
+           "deserialize_keras_object", "get_custom_objects", "get_registered_name",
+           "get_registered_object", "register_keras_serializable", "serialize_keras_object"]
 
 
 def set_random_seed(seed):

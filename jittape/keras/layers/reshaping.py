@@ -11,6 +11,8 @@ from .. import keras_tensor as _kt
 from ... import ops as _ops
 from ...errors import InvalidArgumentError
 from ..naming import _fmt_shape, _unique_name
+from ..saving.serialization_lib import (deserialize_keras_object, func_dump, func_load,
+                                        in_safe_mode, serialize_keras_object)
 from ...tensor import Tensor
 from .base import Layer
 
@@ -84,9 +86,51 @@ class Lambda(Layer):
         return super().compute_output_shape(input_shape)
 
     def get_config(self):
-        raise NotImplementedError(
-            f'layer "{self.name}" (Lambda): a Lambda wraps a Python function, which has no '
-            "config; write a Layer subclass with get_config() to save or clone the model")
+        """Keras 3's config: the function as its record (a named function by its
+        registered name, so register it or pass it in ``custom_objects`` to load; a
+        ``lambda`` as its bytecode, Keras' ``__lambda__`` record, which only
+        ``safe_mode=False`` loads, seeing only Python's builtins as its globals)."""
+        config = {**super().get_config(), "function": _function_config(self.function)}
+        if self._output_shape is not None:
+            config["output_shape"] = (_function_config(self._output_shape)
+                                      if callable(self._output_shape)
+                                      else list(self._output_shape))
+        config["arguments"] = serialize_keras_object(self.arguments)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        """Refuses a lambda's bytecode unless an enclosing load has ``safe_mode=False``
+        (Keras 3.15 fails closed so too)."""
+        config = dict(config)
+        for key in ("function", "output_shape"):
+            value = config.get(key)
+            if isinstance(value, dict) and value.get("class_name") == "__lambda__":
+                if in_safe_mode() is not False:
+                    raise ValueError(
+                        f"Requested the deserialization of a `Lambda` layer whose `{key}` is "
+                        "a Python lambda. This carries a potential risk of arbitrary code "
+                        "execution and thus it is disallowed by default. If you trust the "
+                        "source of the artifact, pass `safe_mode=False` to the loading "
+                        "function (or give the layer a named, registered function)")
+                inner = value["config"]
+                config[key] = func_load((inner["code"], inner["defaults"], inner["closure"]))
+            elif isinstance(value, dict):
+                config[key] = deserialize_keras_object(value)
+            elif isinstance(value, list):
+                config[key] = tuple(value)
+        if config.get("arguments") is not None:
+            config["arguments"] = deserialize_keras_object(config["arguments"])
+        return super().from_config(config)
+
+
+def _function_config(fn):
+    """A Lambda's function as Keras' Lambda writes it (a lambda as its bytecode)."""
+    if getattr(fn, "__name__", None) == "<lambda>":
+        code, defaults, closure = func_dump(fn)
+        return {"class_name": "__lambda__",
+                "config": {"code": code, "defaults": defaults, "closure": closure}}
+    return serialize_keras_object(fn)
 
 
 class _OpLayer(Layer):

@@ -49,3 +49,9 @@ def deserialize(config, custom_objects=None):
         if config.get("build_config"):
             layer.build_from_config(config["build_config"])
     return layer
+
+
+# the models are layers: their records name "keras" (Keras' own files name the source module)
+_config.export("layer", ("keras.layers", "keras", "keras.models", "keras.src.models.functional",
+                         "keras.src.models.sequential", "keras.src.models.model"),
+               Layer, _LAYER_CLASSES, serialize, deserialize)

@@ -338,3 +338,6 @@ def get(identifier):
     if not callable(obj):
         raise ValueError(f"Could not interpret loss identifier: {identifier!r}")
     return obj
+
+
+_config.export("loss", (_MODULE,), Loss, _CLASSES, serialize, deserialize, _NAMES_TO_FUNCTIONS)

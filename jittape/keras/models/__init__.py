@@ -8,6 +8,9 @@ from ..layers import Input, InputLayer
 from .functional import load_model, save_model
 from .model import Functional, Model
 from .sequential import Sequential
+from ..saving import provide_archive
+
+provide_archive(save_model, load_model)  # jt.keras.saving.save_model / load_model
 
 __all__ = ["Model", "Functional", "InputLayer", "Input", "Sequential", "clone_model",
            "load_model", "save_model"]

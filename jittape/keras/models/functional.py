@@ -268,6 +268,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """The model a ``.keras`` archive holds (from ``model.save`` here or in Keras), with its
     weights, compiled again when it was saved compiled (and ``compile=True``)."""
     from ..layers import deserialize
+    from ..saving.serialization_lib import safe_mode_scope
     from ..saving.weights import load_weights
 
     filepath = os.fspath(filepath)
@@ -281,7 +282,8 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
                 raise ValueError(f"load_model: {filepath} is not a Keras archive (no {need})")
         record = json.loads(z.read("config.json"))
         compile_config = record.pop("compile_config", None)
-        model = deserialize(record, custom_objects=custom_objects)
+        with safe_mode_scope(safe_mode):  # a Lambda layer's lambda loads only unsafe
+            model = deserialize(record, custom_objects=custom_objects)
         if compile and compile_config:
             with _config.custom_object_scope(custom_objects):  # the user's losses, metrics
                 _recompile(model, compile_config)

@@ -112,3 +112,6 @@ def get(identifier):
         return _BY_NAME[identifier.lower()]()
     raise ValueError(f"Could not interpret optimizer identifier: {identifier!r} (a "
                      f"{type(identifier).__name__}); pass a name, a config dict or an optimizer")
+
+
+_config.export("optimizer", ("keras.optimizers",), Optimizer, _CLASSES, serialize, deserialize)

@@ -346,3 +346,7 @@ def deserialize(config, custom_objects=None):
     with _config.custom_object_scope(custom_objects):
         cls = _config.find(config, "learning rate schedule", _BY_NAME)
     return cls.from_config(dict(config.get("config", {})))
+
+
+_config.export("learning rate schedule", ("keras.optimizers.schedules",),
+               LearningRateSchedule, _BY_NAME, serialize, deserialize)

@@ -6,46 +6,30 @@ the dtypes and values inside configs.
 A record is ``{"module", "class_name", "config", "registered_name"}``. A built-in class
 is written under Keras' module (``"keras.regularizers"``), so that Keras reads jittape's
 records and jittape reads Keras'. A user class is written under its own module with its
-class name as ``registered_name``, and is found again through ``custom_objects`` (as an
-unregistered class is in Keras). A function is written as Keras 3 writes one in every
-family: ``{"module": "builtins", "class_name": "function", "config": <its name>,
-"registered_name": "function"}``. Bare names and the plain ``{"class_name", "config"}``
-form are read too.
+registered name as ``registered_name`` (``"package>Name"`` once registered with
+``register_keras_serializable``, else its class name, found again through
+``custom_objects``), as in Keras. A function is written as Keras 3 writes one in every
+family: ``{"module": "builtins", "class_name": "function", "config": <its registered
+name>, "registered_name": "function"}``. Bare names and the plain ``{"class_name",
+"config"}`` form are read too.
+
+Each family ``export``s its Keras modules, base class, classes, functions and its own
+``serialize``/``deserialize`` here when it is imported, so that the generic
+``serialize_keras_object``/``deserialize_keras_object`` (``serialization_lib``) reach
+every family from below them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import threading
 import types
+from typing import NamedTuple
 
 import numpy as np
 
 from ...dtypes import as_dtype
-
-_scopes = threading.local()
-
-
-@contextlib.contextmanager
-def custom_object_scope(custom_objects):
-    """Make ``custom_objects`` (name -> class or function) known to every nested
-    ``get``/``deserialize`` while the block runs (Keras' ``custom_object_scope``)."""
-    stack = _scopes.__dict__.setdefault("stack", [])
-    stack.append(dict(custom_objects or {}))
-    try:
-        yield
-    finally:
-        stack.pop()
-
-
-def custom_object(name):
-    """The class or function registered as ``name`` by an enclosing scope, or None."""
-    for objects in reversed(_scopes.__dict__.get("stack", ())):
-        if name in objects:
-            return objects[name]
-    return None
-
+from .object_registration import (  # noqa: F401 - custom_object_scope: the families' scope
+    custom_object, custom_object_scope, custom_objects_named, get_registered_name)
 
 def serialize(obj, module: str, classes: dict, kind: str):
     """``obj`` (an object with ``get_config`` or a named function) as a Keras record;
@@ -60,15 +44,35 @@ def serialize(obj, module: str, classes: dict, kind: str):
                          "get_config() or a named function")
     cls = type(obj)
     builtin = classes.get(cls.__name__) is cls
-    return {"module": module if builtin else cls.__module__, "class_name": cls.__name__,
-            "config": obj.get_config(), "registered_name": None if builtin else cls.__name__}
+    if builtin:
+        return {"module": module, "class_name": cls.__name__, "config": obj.get_config(),
+                "registered_name": None}
+    return {"module": _module_of(cls), "class_name": cls.__name__, "config": obj.get_config(),
+            "registered_name": get_registered_name(cls)}
+
+
+def _module_of(obj):
+    # Keras writes no module for a script's own class (it would not import as "__main__")
+    return None if obj.__module__ == "__main__" else obj.__module__
 
 
 def serialize_function(fn):
-    """A function as Keras 3 writes one (found again by its name in custom_objects)."""
+    """A function as Keras 3 writes one: found again by its registered name (its name
+    when it was not registered: then through custom_objects)."""
     # "builtins" is the module of the function's type: Keras writes it for every function
-    return {"module": "builtins", "class_name": "function", "config": fn.__name__,
-            "registered_name": "function"}
+    return {"module": "builtins", "class_name": "function",
+            "config": get_registered_name(fn), "registered_name": "function"}
+
+
+def registered_function(name):
+    """The function (or class) a scope or the registry knows as ``name``, or else, for a
+    name without a package, the one object registered as ``"package>name"`` (Keras
+    looks a function's bare name up so)."""
+    obj = custom_object(name)
+    if obj is None and ">" not in name:
+        found = custom_objects_named(">" + name)
+        obj = found[0] if found else None
+    return obj
 
 
 def find(config: dict, kind: str, classes: dict, functions=None, not_yet=()):
@@ -89,10 +93,14 @@ def find(config: dict, kind: str, classes: dict, functions=None, not_yet=()):
                          "jittape does not have yet)")
     module = config.get("module")
     where = f" (module {module!r})" if module else ""
+    registered = config.get("registered_name") or ""
+    if ">" in registered:
+        where += f" (registered as {registered!r} where it was saved)"
     raise ValueError(
         f"Could not interpret {kind} identifier: {name!r}{where}: none of jittape's classes "
         f"({', '.join(sorted(classes))}); pass a class of your own in "
-        f"custom_objects={{{name!r}: {name}}}")
+        f"custom_objects={{{name!r}: {name}}}, or decorate it with "
+        "@jt.keras.saving.register_keras_serializable() and import its module before loading")
 
 
 def deserialize(config, kind: str, classes: dict, custom_objects=None, names=None,
@@ -138,11 +146,13 @@ def deserialize(config, kind: str, classes: dict, custom_objects=None, names=Non
             if not isinstance(inner, str):
                 raise ValueError(f"Could not interpret {kind} identifier: {config!r} (a "
                                  "function's 'config' is its name)")
-            fn = custom_object(inner) or functions.get(inner)
+            fn = custom_object(inner) or functions.get(inner) or registered_function(inner)
             if fn is None:
                 raise ValueError(
                     f"Could not interpret {kind} identifier: function {inner!r}: pass it in "
-                    f"custom_objects={{{inner!r}: {inner}}}")
+                    f"custom_objects={{{inner!r}: {inner}}}, or decorate it with "
+                    "@jt.keras.saving.register_keras_serializable() and import its module "
+                    "before loading")
             return fn
         if name == "__lambda__":
             raise ValueError(
@@ -167,6 +177,29 @@ def function_from(identifier, functions: dict, kind: str):
     if not callable(fn):
         raise ValueError(f"Could not interpret {kind} function: {identifier!r}")
     return fn
+
+
+class Family(NamedTuple):
+    """One family of jittape's objects, as ``serialize_keras_object`` reaches it."""
+    kind: str  # "layer", for errors
+    modules: tuple  # the Keras modules its records name ("keras.layers")
+    base: type | None  # the class its objects are instances of (None: functions only)
+    classes: dict  # class name -> jittape's class
+    functions: dict  # function name -> jittape's function
+    serialize: object  # the family's own serialize(obj) -> record
+    deserialize: object  # the family's own deserialize(record, custom_objects)
+
+
+FAMILIES: list = []  # in the order the families were imported
+
+
+def export(kind, modules, base, classes, serialize=None, deserialize=None, functions=None):
+    """Make a family known to the generic ``serialize_keras_object`` and
+    ``deserialize_keras_object`` (the family calls this when it is imported, as
+    Keras' ``keras_export`` fills its table of public names)."""
+    FAMILIES[:] = [f for f in FAMILIES if f.kind != kind]
+    FAMILIES.append(Family(kind, tuple(modules), base, classes, functions or {}, serialize,
+                           deserialize))
 
 
 # ---------------------------------------------------------------------------
