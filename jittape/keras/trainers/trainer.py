@@ -808,19 +808,23 @@ class Trainer:
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
-        """One training step on one batch; the metrics accumulate until
-        ``reset_metrics()`` (Keras 3)."""
+        """One training step on one batch; returns this batch's loss and metrics alone
+        (the metrics are reset first, as Keras 3 does: it has no ``reset_metrics``
+        argument)."""
         self._assert_compiled("train_on_batch")
         batch = self._one_batch(x, y, sample_weight, class_weight)
         self._prepare(batch, training=True)
+        self.reset_metrics()
         logs = _pythonify(self._run_step("train", batch)._results_now())
         return logs if return_dict else self._flatten_logs(logs)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
-        """One evaluation step on one batch (metrics accumulate, as Keras 3)."""
+        """One evaluation step on one batch; this batch's loss and metrics alone (reset
+        first, as in ``train_on_batch``)."""
         self._assert_compiled("test_on_batch")
         batch = self._one_batch(x, y, sample_weight)
         self._prepare(batch, training=False)
+        self.reset_metrics()
         logs = _pythonify(self._run_step("test", batch)._results_now())
         return logs if return_dict else self._flatten_logs(logs)
 
