@@ -339,3 +339,20 @@ def test_fit_prints_keras_epoch_lines(capsys):
     m.evaluate(X, Y, verbose=0)
     m.predict(X, verbose=0)
     assert capsys.readouterr().out == ""
+
+
+def test_evaluate_lists_a_weighted_metric_as_keras_does():
+    # Keras 3 (3.15.1) returns [loss, mae, mae, weighted_mae] here: its weighted metric
+    # keeps the name "mae", so the list takes logs["mae"] twice, then the sorted rest
+    jt.random.set_seed(0)
+    m = jt.Sequential([L.Dense(1, input_shape=(4,))])
+    m.compile(K.optimizers.SGD(0.0), "mse", metrics=["mae"], weighted_metrics=["mae"])
+    t = RNG.random((50, 1)).astype(np.float32)
+    w = RNG.uniform(0, 2, 50).astype(np.float32)
+    err = X @ m.layers[0].kernel.numpy() + m.layers[0].bias.numpy() - t
+    loss = np.sum(w * err[:, 0] ** 2) / 50  # mse weighted, summed over the batch size
+    mae, wmae = np.abs(err).mean(), np.sum(w * np.abs(err[:, 0])) / w.sum()
+    got = m.evaluate(X, t, sample_weight=w, batch_size=50, verbose=0)
+    np.testing.assert_allclose(got, [loss, mae, mae, wmae], rtol=1e-5)
+    logs = m.evaluate(X, t, sample_weight=w, batch_size=50, verbose=0, return_dict=True)
+    assert list(logs) == ["loss", "mae", "weighted_mae"]

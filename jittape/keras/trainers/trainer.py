@@ -298,6 +298,10 @@ class _CompileMetrics:
                     ):
                         prefix = "weighted"
                     m = _resolve_metric(ident, flat_true[i], flat_pred[i], prefix)
+                    if prefix == "weighted":
+                        # Keras' metric keeps its own name (its log key alone is
+                        # prefixed), which is how evaluate's list orders it
+                        m._listed_as = m.name[len("weighted_"):]
                     self.entries.append((m, i, weighted))
         self.metrics = [e[0] for e in self.entries]
         self.built = True
@@ -763,7 +767,11 @@ class Trainer:
         prefixed = set()
         if cm is not None and cm.built and len(cm.names) > 1:
             prefixed = {id(m) for m in cm.metrics}
-        names = [m.name for m in self.metrics if id(m) not in prefixed]
+        # a weighted metric named like an unweighted one is listed under that name (so
+        # its value comes twice, then again as weighted_<name>), as Keras 3's
+        # _flatten_metrics_in_order gives it
+        names = [getattr(m, "_listed_as", m.name) for m in self.metrics
+                 if id(m) not in prefixed]
         values = [logs[n] for n in names if n in logs]
         values += [logs[k] for k in sorted(logs) if k not in names]
         return values[0] if len(values) == 1 else values
