@@ -356,3 +356,13 @@ def test_evaluate_lists_a_weighted_metric_as_keras_does():
     np.testing.assert_allclose(got, [loss, mae, mae, wmae], rtol=1e-5)
     logs = m.evaluate(X, t, sample_weight=w, batch_size=50, verbose=0, return_dict=True)
     assert list(logs) == ["loss", "mae", "weighted_mae"]
+
+
+def test_string_labels_fail_naming_the_argument_and_the_way_out():
+    m = _model()
+    m.compile(K.optimizers.SGD(0.1), "sparse_categorical_crossentropy")
+    labels = np.array(["a", "b", "c", "a", "b"] * 10)
+    with pytest.raises(TypeError, match=r"fit: `y` holds strings .*StringLookup.*not have yet"):
+        m.fit(X, labels, verbose=0)
+    with pytest.raises(TypeError, match=r"evaluate: `x` holds strings"):
+        m.evaluate(labels[:, None].repeat(4, 1), Y, verbose=0)
