@@ -160,18 +160,27 @@ def test_predict_and_predict_on_batch():
     np.testing.assert_allclose(res["d"], 0 * X, atol=1e-6)
 
 
-def test_train_on_batch_accumulates_metrics_until_reset():
+def test_train_and_test_on_batch_give_this_batchs_metrics_alone():
+    # Keras 3 resets the metrics at the start of each call (there is no reset_metrics
+    # argument), so nothing carries over from an earlier batch, fit or evaluate
     m = _model()
     m.compile(K.optimizers.SGD(0.0), K.losses.SparseCategoricalCrossentropy(from_logits=True),
               metrics=["accuracy"])
-    per = _np_ce(_logits(m, X), Y)
+    logits = _logits(m, X)
+    per = _np_ce(logits, Y)
+    hit = (logits.argmax(1) == Y).astype(np.float64)
     first = m.train_on_batch(X[:10], Y[:10])
-    np.testing.assert_allclose(first[0], per[:10].mean(), rtol=1e-5)
+    np.testing.assert_allclose(first, [per[:10].mean(), hit[:10].mean()], rtol=1e-5)
     second = m.train_on_batch(X[10:30], Y[10:30], return_dict=True)
-    np.testing.assert_allclose(second["loss"], per[:30].mean(), rtol=1e-5)
-    m.reset_metrics()
+    np.testing.assert_allclose(second["loss"], per[10:30].mean(), rtol=1e-5)
+    np.testing.assert_allclose(second["accuracy"], hit[10:30].mean(), rtol=1e-6)
+    m.evaluate(X, Y, verbose=0)
     third = m.test_on_batch(X[30:], Y[30:])
-    np.testing.assert_allclose(third[0], per[30:].mean(), rtol=1e-5)
+    np.testing.assert_allclose(third, [per[30:].mean(), hit[30:].mean()], rtol=1e-5)
+    fourth = m.test_on_batch(X[:5], Y[:5], return_dict=True)
+    np.testing.assert_allclose(fourth["loss"], per[:5].mean(), rtol=1e-5)
+    with pytest.raises(TypeError):
+        m.train_on_batch(X[:5], Y[:5], reset_metrics=False)  # Keras 3 has no such argument
 
 
 def test_multi_output_losses_weights_and_names():
@@ -330,3 +339,30 @@ def test_fit_prints_keras_epoch_lines(capsys):
     m.evaluate(X, Y, verbose=0)
     m.predict(X, verbose=0)
     assert capsys.readouterr().out == ""
+
+
+def test_evaluate_lists_a_weighted_metric_as_keras_does():
+    # Keras 3 (3.15.1) returns [loss, mae, mae, weighted_mae] here: its weighted metric
+    # keeps the name "mae", so the list takes logs["mae"] twice, then the sorted rest
+    jt.random.set_seed(0)
+    m = jt.Sequential([L.Dense(1, input_shape=(4,))])
+    m.compile(K.optimizers.SGD(0.0), "mse", metrics=["mae"], weighted_metrics=["mae"])
+    t = RNG.random((50, 1)).astype(np.float32)
+    w = RNG.uniform(0, 2, 50).astype(np.float32)
+    err = X @ m.layers[0].kernel.numpy() + m.layers[0].bias.numpy() - t
+    loss = np.sum(w * err[:, 0] ** 2) / 50  # mse weighted, summed over the batch size
+    mae, wmae = np.abs(err).mean(), np.sum(w * np.abs(err[:, 0])) / w.sum()
+    got = m.evaluate(X, t, sample_weight=w, batch_size=50, verbose=0)
+    np.testing.assert_allclose(got, [loss, mae, mae, wmae], rtol=1e-5)
+    logs = m.evaluate(X, t, sample_weight=w, batch_size=50, verbose=0, return_dict=True)
+    assert list(logs) == ["loss", "mae", "weighted_mae"]
+
+
+def test_string_labels_fail_naming_the_argument_and_the_way_out():
+    m = _model()
+    m.compile(K.optimizers.SGD(0.1), "sparse_categorical_crossentropy")
+    labels = np.array(["a", "b", "c", "a", "b"] * 10)
+    with pytest.raises(TypeError, match=r"fit: `y` holds strings .*StringLookup.*not have yet"):
+        m.fit(X, labels, verbose=0)
+    with pytest.raises(TypeError, match=r"evaluate: `x` holds strings"):
+        m.evaluate(labels[:, None].repeat(4, 1), Y, verbose=0)

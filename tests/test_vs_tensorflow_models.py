@@ -159,3 +159,19 @@ def test_functional_configs_cross_over():
     back = keras.Model.from_config(jm.get_config())
     back.set_weights(km.get_weights())
     _close(back([X, X2])[1], km([X, X2])[1])
+
+
+def test_evaluate_with_weighted_metrics_lists_what_keras_lists():
+    km, jm = (lib.Sequential([lib.Input((4,)), lib.layers.Dense(1)]) for lib in (keras, jt.keras))
+    jm.set_weights(km.get_weights())
+    w = RNG.uniform(0, 2, 50).astype(np.float32)
+    for m, lib in ((km, keras), (jm, jt.keras)):
+        m.compile(lib.optimizers.SGD(0.1), "mse", metrics=["mae"], weighted_metrics=["mae"])
+    kl = km.evaluate(X, YR, sample_weight=w, verbose=0)
+    jl = jm.evaluate(X, YR, sample_weight=w, verbose=0)
+    assert len(jl) == len(kl) == 4
+    _close(jl, kl)
+    kd = km.evaluate(X, YR, sample_weight=w, verbose=0, return_dict=True)
+    jd = jm.evaluate(X, YR, sample_weight=w, verbose=0, return_dict=True)
+    assert list(jd) == list(kd)
+    _close(list(jd.values()), list(kd.values()))

@@ -172,7 +172,10 @@ class Node:
                 s, [values[id(t)] if type(t) is KerasTensor else t for t in nest.flatten(s)])
 
         kwargs = {k: sub(v) for k, v in self.kwargs.items()}
-        if "training" not in kwargs:
+        if training is not None or "training" not in kwargs:
+            # the model's training, when given, wins over the one recorded at the call
+            # (Keras 3's functional operation_fn: a tf.keras file records Dropout's
+            # training=False, and the loaded model still drops out in fit)
             kwargs["training"] = training
         return self.layer(sub(self.inputs), *sub(list(self.args)), **kwargs)
 

@@ -31,7 +31,7 @@ from .utils import (
 
 # the attributes of a layer that a checkpoint does not follow: its bookkeeping of the
 # sublayers and weights it reaches otherwise
-_LAYER_INTERNALS = frozenset({"_sublayers", "_own_weights", "_stack"})
+_LAYER_INTERNALS = frozenset({"_sublayers", "_own_weights", "_stack", "_made_trainable"})
 
 # jittape's layer classes by name, for ``deserialize`` (a class defined in a jittape
 # module registers itself; the user's come from ``custom_objects``)
@@ -91,6 +91,7 @@ class Layer(Module):
             )
         self.__dict__.setdefault("_sublayers", [])
         self._own_weights = []
+        self._made_trainable = []  # own weights created trainable (Keras' _trainable_variables)
         self._losses = []  # add_loss and activity penalties of the last call
         self._weight_regularizers = []  # (variable, regularizer) in creation order
         self._init_module(name or _unique_name(_snake(type(self).__name__)))
@@ -109,6 +110,32 @@ class Layer(Module):
     @name.setter
     def name(self, value):
         self._name = value
+
+    @property
+    def trainable(self) -> bool:
+        """Whether an optimizer updates this layer's weights, and (BatchNormalization)
+        whether ``training=True`` uses and updates batch statistics.
+
+        Setting it sets it on every sublayer, recursively, and sets the ``trainable``
+        flag of every weight that was created trainable (moving statistics stay
+        non-trainable), as Keras 3 does: ``base.trainable = False`` freezes the whole
+        block, and a sublayer set back to True afterwards is trainable again on its own.
+        As in tf.keras (whose attribute tracking skips ``x = x``), assigning the value
+        the layer already has changes nothing below it. A model compiled and already
+        fitted keeps the weights it trained until ``compile`` is called again.
+        """
+        return self.__dict__.get("_trainable", True)
+
+    @trainable.setter
+    def trainable(self, value):
+        value = bool(value)
+        if "_trainable" in self.__dict__ and self.__dict__["_trainable"] is value:
+            return
+        self.__dict__["_trainable"] = value
+        for v in self.__dict__.get("_made_trainable", ()):
+            v.trainable = value
+        for layer in self.__dict__.get("_sublayers", ()):
+            layer.trainable = value
 
     @property
     def activity_regularizer(self):
@@ -207,6 +234,9 @@ class Layer(Module):
                 f"{list(v.shape)}, expected {list(shape)}"
             )
         self._own_weights.append(v)
+        if v.trainable:
+            self._made_trainable.append(v)
+            v.trainable = self.trainable  # a weight made by a frozen layer is frozen
         if reg is not None:
             self._weight_regularizers.append((v, reg))
         return v
@@ -348,17 +378,11 @@ class Layer(Module):
 
     @property
     def trainable_variables(self) -> list:
-        """The weights an optimizer should update (none when ``trainable`` is False)."""
+        """The weights an optimizer should update: those whose ``trainable`` flag is
+        set (none when this layer's ``trainable`` is False), in ``variables`` order."""
         if not self.trainable:
             return []
-        out = [v for v in self._own_weights if v.trainable]
-        seen = {id(v) for v in out}
-        for layer in self._sublayers:
-            for v in layer.trainable_variables:
-                if id(v) not in seen:
-                    seen.add(id(v))
-                    out.append(v)
-        return out
+        return [v for v in self._all_weights() if v.trainable]
 
     trainable_weights = trainable_variables
 

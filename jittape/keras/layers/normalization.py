@@ -107,9 +107,16 @@ class BatchNormalization(Layer):
         if shape[a] != self.moving_mean.shape[0]:
             raise self._incompatible(self.axis, self.moving_mean.shape[0], shape)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, mask=None):
+        # ``mask`` as Keras 3 takes it (and records it in a functional config, as
+        # ``"mask": null``): with training, the batch statistics skip the masked entries
         inputs = _promote(inputs, self.dtype)
         rank = inputs.ndim
+        if mask is not None and len(mask.shape) != rank - 1:
+            raise ValueError(
+                f'layer "{self.name}": the mask provided should be one dimension less than '
+                f"the inputs. Received: mask.shape={_fmt_shape(mask.shape)}, "
+                f"inputs.shape={_fmt_shape(inputs.shape)}")
         a = self._axis(rank)
         reduce_axes = [i for i in range(rank) if i != a]
         bshape = [1] * rank
@@ -119,8 +126,7 @@ class BatchNormalization(Layer):
             return v if a == rank - 1 else _ops.reshape(v, bshape)
 
         if training and self.trainable:
-            mean = _ops.reduce_mean(inputs, reduce_axes, keepdims=True)
-            var = _ops.reduce_mean(_ops.square(inputs - mean), reduce_axes, keepdims=True)
+            mean, var = self._moments(inputs, reduce_axes, mask)
             m = _ops.stop_gradient(_ops.reshape(mean, bshape[a:a + 1]))
             v = _ops.stop_gradient(_ops.reshape(var, bshape[a:a + 1]))
             k = self.momentum
@@ -135,6 +141,22 @@ class BatchNormalization(Layer):
         if self.center:
             y = y + param(self.beta)
         return y
+
+    @staticmethod
+    def _moments(inputs, axes, mask):
+        """Mean and biased variance over ``axes``; with a mask, of the entries it keeps
+        (Keras 3's ``_moments``: sums over the kept entries divided by their count plus
+        1e-7, Keras' epsilon)."""
+        if mask is None:
+            mean = _ops.reduce_mean(inputs, axes, keepdims=True)
+            return mean, _ops.reduce_mean(_ops.square(inputs - mean), axes, keepdims=True)
+        keep = _ops.broadcast_to(_ops.expand_dims(_ops.cast(mask, "bool"), -1),
+                                 _ops.shape(inputs))
+        zero = _ops.zeros_like(inputs)
+        count = _ops.reduce_sum(_ops.cast(keep, inputs.dtype), axes, keepdims=True) + 1e-7
+        mean = _ops.reduce_sum(_ops.where(keep, inputs, zero), axes, keepdims=True) / count
+        dev = _ops.where(keep, inputs - mean, zero)
+        return mean, _ops.reduce_sum(_ops.square(dev), axes, keepdims=True) / count
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)

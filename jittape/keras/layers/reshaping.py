@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 
@@ -63,6 +64,14 @@ class Identity(Layer):
         return inputs
 
 
+def _parameters(fn) -> frozenset:
+    """The names ``fn`` takes (none when Python cannot tell, as for some builtins)."""
+    try:
+        return frozenset(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return frozenset()
+
+
 class Lambda(Layer):
     """Wrap a function of tensors as a layer (``Lambda(lambda t: t * 2)``), so jittape ops
     can be used in a functional model. ``arguments`` are extra keyword arguments."""
@@ -75,8 +84,15 @@ class Lambda(Layer):
         self.arguments = dict(arguments or {})
         self._output_shape = output_shape
 
-    def call(self, inputs, training=None):
-        return self.function(inputs, **self.arguments)
+    def call(self, inputs, mask=None, training=None):
+        # Keras 3's signature; the function gets mask / training when it takes them
+        kwargs = dict(self.arguments)
+        params = _parameters(self.function)
+        if "mask" in params:
+            kwargs["mask"] = mask
+        if "training" in params:
+            kwargs["training"] = training
+        return self.function(inputs, **kwargs)
 
     def compute_output_shape(self, input_shape):
         if self._output_shape is not None:

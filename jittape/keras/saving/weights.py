@@ -150,7 +150,9 @@ def _children(obj, kind: str):
 
 def _layer_variables(layer) -> list:
     own = list({id(v): v for v in layer._own_weights}.values())  # duplicates dropped
-    return [v for v in own if v.trainable] + [v for v in own if not v.trainable]
+    # trainable as created, not as now: freezing a layer does not renumber its weights
+    made = {id(v) for v in layer.__dict__.get("_made_trainable", ())}
+    return [v for v in own if id(v) in made] + [v for v in own if id(v) not in made]
 
 
 # Keras' order of each optimizer's slot variables, by jittape's slot names: groups of

@@ -59,7 +59,7 @@ def pack_x_y_sample_weight(x, y=None, sample_weight=None):
 # The adapters
 
 
-def _leaf_array(a, what):
+def _leaf_array(a, what, arg):
     if a is None:
         return None
     if isinstance(a, Variable):
@@ -70,6 +70,13 @@ def _leaf_array(a, what):
     if arr.dtype == object:
         raise TypeError(f"{what}: could not make an array of the data given "
                         f"({type(a).__name__}); pass numpy arrays")
+    if arr.dtype.kind in "US":
+        example = arr.flat[0] if arr.size else ""
+        raise TypeError(
+            f"{what}: `{arg}` holds strings ({arr.dtype}, e.g. {str(example)!r:.40}), but a "
+            "model computes on numbers: map the strings to integer ids first (TF: "
+            "tf.keras.layers.StringLookup, which jittape does not have yet; e.g. "
+            f"vocab, ids = np.unique({arg}, return_inverse=True))")
     if arr.dtype.kind == "f" and arr.dtype != np.float32:
         arr = arr.astype(np.float32)
     if arr.ndim == 0:
@@ -77,14 +84,15 @@ def _leaf_array(a, what):
     return arr
 
 
-def _as_arrays(s, what):
+def _as_arrays(s, what, arg):
+    """``s`` (the argument ``arg`` of ``what``) as numpy arrays in its structure."""
     if isinstance(s, dict):
-        return {k: _as_arrays(v, what) for k, v in s.items()}
+        return {k: _as_arrays(v, what, arg) for k, v in s.items()}
     if isinstance(s, (list, tuple)) and s and not isinstance(s[0], numbers.Number) and not (
         isinstance(s[0], (list, tuple)) and s[0] and isinstance(s[0][0], numbers.Number)
     ):
-        return type(s)(_as_arrays(v, what) for v in s)
-    return _leaf_array(s, what)
+        return type(s)(_as_arrays(v, what, arg) for v in s)
+    return _leaf_array(s, what, arg)
 
 
 def _is_iterable_data(x) -> bool:
@@ -122,7 +130,8 @@ def split_validation(x, y, sample_weight, validation_split):
                          f"not {type(x).__name__}; pass validation_data instead")
     if not 0 < validation_split < 1:
         raise ValueError(f"validation_split must be in (0, 1), got {validation_split}")
-    arrays = (_as_arrays(x, "fit"), _as_arrays(y, "fit"), _as_arrays(sample_weight, "fit"))
+    arrays = (_as_arrays(x, "fit", "x"), _as_arrays(y, "fit", "y"),
+              _as_arrays(sample_weight, "fit", "sample_weight"))
     flat = [a for a in nest.flatten(list(arrays)) if a is not None]
     n = int(flat[0].shape[0])
     split = int(math.floor(n * (1.0 - validation_split)))
@@ -152,9 +161,9 @@ class _Arrays:
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(
                 batch_size, numbers.Integral) or batch_size < 1):
             raise ValueError(f"{what}: batch_size must be a positive int, got {batch_size!r}")
-        self.x = _as_arrays(x, what)
-        self.y = _as_arrays(y, what)
-        self.sw = _as_arrays(sample_weight, what)
+        self.x = _as_arrays(x, what, "x")
+        self.y = _as_arrays(y, what, "y")
+        self.sw = _as_arrays(sample_weight, what, "sample_weight")
         if self.x is None:
             raise ValueError(f"{what}: no input data (x) was given")
         sizes = {}

@@ -298,6 +298,10 @@ class _CompileMetrics:
                     ):
                         prefix = "weighted"
                     m = _resolve_metric(ident, flat_true[i], flat_pred[i], prefix)
+                    if prefix == "weighted":
+                        # Keras' metric keeps its own name (its log key alone is
+                        # prefixed), which is how evaluate's list orders it
+                        m._listed_as = m.name[len("weighted_"):]
                     self.entries.append((m, i, weighted))
         self.metrics = [e[0] for e in self.entries]
         self.built = True
@@ -763,7 +767,11 @@ class Trainer:
         prefixed = set()
         if cm is not None and cm.built and len(cm.names) > 1:
             prefixed = {id(m) for m in cm.metrics}
-        names = [m.name for m in self.metrics if id(m) not in prefixed]
+        # a weighted metric named like an unweighted one is listed under that name (so
+        # its value comes twice, then again as weighted_<name>), as Keras 3's
+        # _flatten_metrics_in_order gives it
+        names = [getattr(m, "_listed_as", m.name) for m in self.metrics
+                 if id(m) not in prefixed]
         values = [logs[n] for n in names if n in logs]
         values += [logs[k] for k in sorted(logs) if k not in names]
         return values[0] if len(values) == 1 else values
@@ -808,19 +816,23 @@ class Trainer:
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
-        """One training step on one batch; the metrics accumulate until
-        ``reset_metrics()`` (Keras 3)."""
+        """One training step on one batch; returns this batch's loss and metrics alone
+        (the metrics are reset first, as Keras 3 does: it has no ``reset_metrics``
+        argument)."""
         self._assert_compiled("train_on_batch")
         batch = self._one_batch(x, y, sample_weight, class_weight)
         self._prepare(batch, training=True)
+        self.reset_metrics()
         logs = _pythonify(self._run_step("train", batch)._results_now())
         return logs if return_dict else self._flatten_logs(logs)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
-        """One evaluation step on one batch (metrics accumulate, as Keras 3)."""
+        """One evaluation step on one batch; this batch's loss and metrics alone (reset
+        first, as in ``train_on_batch``)."""
         self._assert_compiled("test_on_batch")
         batch = self._one_batch(x, y, sample_weight)
         self._prepare(batch, training=False)
+        self.reset_metrics()
         logs = _pythonify(self._run_step("test", batch)._results_now())
         return logs if return_dict else self._flatten_logs(logs)
 
