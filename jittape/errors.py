@@ -16,15 +16,20 @@ class InvalidArgumentError(ValueError):
 
     The message always ends with the user's ``file:line`` (the innermost frame
     outside jittape), wherever in jittape the error is raised.
+
+    ``InvalidArgumentError(format, *values)`` is ``format % values``: a compiled kernel
+    raises it so, with the bad value and its position (Numba hands the values on as
+    the exception's arguments; formatting them in the kernel would cost its compile a
+    string library).
     """
 
     def __init__(self, message="", *args):
-        message = str(message)
+        message = str(message) % args if args else str(message)
         if " (at " not in message:
             loc = user_location(2)
             if loc:
                 message += f" (at {loc})"
-        super().__init__(message, *args)
+        super().__init__(message)
 
 
 class NotFoundError(LookupError):

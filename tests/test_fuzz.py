@@ -58,6 +58,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -791,3 +792,54 @@ def test_regression_background_compile_of_a_graph_of_equal_structure(monkeypatch
     want = 1.37 * (1 - np.tanh(a) ** 2)
     np.testing.assert_allclose(grad(False), want, rtol=1e-12)
     np.testing.assert_allclose(grad(True), want, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Bad data: a random program that ends in a gather of an index out of range raises the
+# same error on every way of running it (tests/test_bad_data.py has the fixed cases)
+
+
+@st.composite
+def bad_programs(draw):
+    """A drawn program, then a gather of its first input with one index out of range
+    (past the end or negative); returns (program, the message it must raise)."""
+    prog = draw(programs().filter(lambda p: len(p.inputs[0]) > 0))
+    s = prog.inputs[0]
+    axis = draw(st.integers(0, len(s) - 1))
+    n = s[axis]
+    bad = draw(st.one_of(st.integers(n, n + 3), st.integers(-3, -1)))
+    good = draw(st.integers(0, n - 1))
+    step = Step("gather", "gather", (0,), {"indices": (good, bad), "axis": axis})
+    return (prog._replace(steps=prog.steps + (step,)),
+            f"gather: indices[1] = {bad} is not in [0, {n})")
+
+
+def _loss_and_gradient(prog, xs, variables):
+    """First order only: one compile per program, kept small."""
+    with jt.GradientTape() as tape:
+        tape.watch(xs)
+        loss = execute(prog, TapeEnv(xs, variables))
+    return loss, tape.gradient(loss, list(xs) + list(variables), unconnected_gradients="zero")
+
+
+def _message(call) -> str:
+    with pytest.raises(jt.errors.InvalidArgumentError) as e:
+        call()
+    return re.sub(r" \(at [^()]*\)$", "", str(e.value))
+
+
+@pytest.mark.filterwarnings("ignore:.*triggered tracing")  # a new jt.function per program
+@settings(max_examples=min(N_EXAMPLES, 4), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                 HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(bad_programs())
+def test_random_programs_with_an_index_out_of_range_raise_everywhere(spy, case):
+    prog, want = case
+    fallbacks = cpu.stats["fallbacks"]
+    for backend in ("interpret", "cpu"):
+        assert _message(lambda: _eager(prog, backend)) == want, f"{backend} tape"
+        variables = [jt.Variable(a) for a in _inits(prog)]
+        f = jt.function(lambda *xs: _loss_and_gradient(prog, xs, variables), backend=backend)
+        assert _message(lambda: f(*_inputs(prog))) == want, f"@jt.function({backend!r})"
+    assert cpu.stats["fallbacks"] == fallbacks, "a graph fell back to the interpreter"

@@ -287,7 +287,11 @@ class ConcreteFunction:
         arrays = self._arrays(leaves, spec)
         prog = spec.program
         if prog is not None and prog.ready and prog.fallback is None:
-            outs = prog(arrays, trusted=True)
+            try:
+                outs = prog(arrays, trusted=True)
+            except InvalidArgumentError as e:  # bad data: name the op's line (the
+                backends.name_op_line(e, spec.graph.nodes)  # program may be another trace's)
+                raise
         elif (backend := backends.get(self.backend)).compiles:
             raw, arrays = arrays, [backends.frozen(a) for a in arrays]
             if prog is not None and not prog.ready and prog.fallback is None \

@@ -84,15 +84,9 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
             "logits and labels must have the same first dimensions, got logits shape "
             f"{list(z._type.shape)} and labels shape {list(y._type.shape)}"
         )
-    depth = z._type.shape[-1]
-    if y._value is not None and y._value.size:
-        bad = y._value[(y._value < 0) | (y._value >= depth)]
-        if bad.size:
-            raise InvalidArgumentError(
-                f"Received a label value of {bad.ravel()[0]} which is outside the valid range "
-                f"of [0, {depth})"
-            )
-    hot = S.one_hot(y, depth, dtype=z.dtype)
+    # a strict one_hot: a label out of range raises (TF's message), eager and compiled
+    hot = S.one_hot(y, z._type.shape[-1], dtype=z.dtype,
+                    strict="sparse_softmax_cross_entropy_with_logits")
     return E.negative(R.reduce_sum(E.multiply(hot, log_softmax(z)), -1))
 
 

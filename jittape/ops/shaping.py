@@ -403,11 +403,21 @@ def _gather_infer(types, axis):
     return Type(p.shape[:a] + i.shape + p.shape[a + 1:], p.dtype)
 
 
-def _gather_fwd(p, i, axis):
-    n = p.shape[axis]
+def check_indices(op: str, i, n: int) -> None:
+    """Raise, with TF's message, when an index of ``i`` is not in ``[0, n)``: the first
+    bad one in C order, where it is and its value (``gather: indices[1,0] = 7 is not
+    in [0, 3)``). The compiled kernels make the same check with the same message
+    (``backends/schedule_ops.py: _index_check``)."""
     if i.size and (i.min() < 0 or i.max() >= n):
-        bad = i[(i < 0) | (i >= n)].ravel()[0]
-        raise InvalidArgumentError(f"gather: indices contain {bad}, which is not in [0, {n})")
+        flat = int(np.flatnonzero((i < 0) | (i >= n))[0])
+        where = np.unravel_index(flat, i.shape)
+        at = f"[{','.join(str(int(k)) for k in where)}]" if i.ndim else ""
+        raise InvalidArgumentError(
+            f"{op}: indices{at} = {i.ravel()[flat]} is not in [0, {n})")
+
+
+def _gather_fwd(p, i, axis):
+    check_indices("gather", i, p.shape[axis])
     return np.take(p, i, axis=axis)
 
 
@@ -418,6 +428,7 @@ gather_op = defop(
 
 
 def _scatter_fwd(g, i, shape, axis):
+    check_indices("scatter_add", i, shape[axis])
     z = np.zeros(shape, dtype=g.dtype)
     zm = np.moveaxis(z, axis, 0)
     gm = g.reshape(shape[:axis] + (i.size,) + shape[axis + 1:])
@@ -456,13 +467,25 @@ def scatter_add(g, indices, shape, axis=0):
 # one_hot
 
 
-def _one_hot_fwd(i, depth, on_value, off_value, axis, dtype):
+def check_labels(op: str, i, depth: int) -> None:
+    """Raise, with TF's message, when a class id of ``i`` is not in ``[0, depth)`` (the
+    first bad one in C order); the compiled one_hot kernel makes the same check."""
+    if i.size and (i.min() < 0 or i.max() >= depth):
+        bad = i.ravel()[np.flatnonzero((i < 0) | (i >= depth))[0]]
+        raise InvalidArgumentError(
+            f"{op}: Received a label value of {bad} which is outside the valid range of "
+            f"[0, {depth})")
+
+
+def _one_hot_fwd(i, depth, on_value, off_value, axis, dtype, strict=""):
+    if strict:
+        check_labels(strict, i, depth)
     eye = np.arange(depth).reshape((-1,) + (1,) * (i.ndim - (axis if axis >= 0 else i.ndim)))
     hot = np.expand_dims(i, axis if axis >= 0 else i.ndim) == eye
     return np.where(hot, on_value, off_value).astype(dtype)
 
 
-def _one_hot_infer(types, depth, on_value, off_value, axis, dtype):
+def _one_hot_infer(types, depth, on_value, off_value, axis, dtype, strict=""):
     (i,) = types
     if i.dtype not in ("int32", "int64", "uint8"):
         raise TypeError(f"one_hot indices must be integers, got {i.dtype}")
@@ -471,23 +494,31 @@ def _one_hot_infer(types, depth, on_value, off_value, axis, dtype):
     return Type(tuple(shape), dtype)
 
 
+# ``strict``: the op whose labels these are (sparse_softmax_cross_entropy_with_logits):
+# an index out of range raises, naming it, where tf.one_hot gives a row of off_value.
+# The check rides on the loop that writes the one-hot rows, in eager and compiled code
+# alike (a traced graph knows no label values: a check in Python would see none).
 one_hot_op = defop(
     "one_hot", inputs=1, kind="other", forward=_one_hot_fwd, infer=_one_hot_infer,
     vjp=NO_GRADIENT,
 )
 
 
-def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
-    """One-hot vectors along a new ``axis`` (last by default); out-of-range rows are off."""
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None,
+            strict=""):
+    """One-hot vectors along a new ``axis`` (last by default); out-of-range rows are off.
+    ``strict`` (jittape's, for losses): the op named when an index is out of range, which
+    then raises instead."""
     from ..dtypes import as_dtype
 
     i = indices if isinstance(indices, Tensor) else convert_to_tensor(indices)
     dt = as_dtype(dtype or "float32").name
+    extra = {"strict": str(strict)} if strict else {}  # plain one_hot graphs read as before
     return apply(
         one_hot_op, i, depth=int(depth),
         on_value=1 if on_value is None else on_value,
         off_value=0 if off_value is None else off_value,
-        axis=-1 if axis is None else int(axis), dtype=dt,
+        axis=-1 if axis is None else int(axis), dtype=dt, **extra,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from . import interpret
+from .interpret import name_op_line  # noqa: F401 - bad data names the op's line
 
 _NAMES = ("cpu", "interpret")
 _PLANNED = ("cuda",)

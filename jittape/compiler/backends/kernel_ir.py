@@ -91,9 +91,12 @@ class If:
 
 @dataclass(frozen=True)
 class Raise:
-    """Raise ``InvalidArgumentError(message)``: bad data (an index out of range)."""
+    """Raise ``InvalidArgumentError(message)``: bad data (an index out of range).
+    ``args``: expressions whose values fill the message's ``%d`` fields (the bad value,
+    where it is), formatted by the error class once the kernel has returned."""
 
     message: str
+    args: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,8 @@ def statements(stmts, threaded: bool, call_suffix: str = "", timed: bool = False
             elif isinstance(s, Update):
                 out.append(f"{pad}{s.name} {s.op}= {s.expr}")
             elif isinstance(s, Raise):
-                out.append(f"{pad}raise InvalidArgumentError({s.message!r})")
+                args = "".join(f", {a}" for a in s.args)
+                out.append(f"{pad}raise InvalidArgumentError({s.message!r}{args})")
             elif isinstance(s, Alloc):
                 out.append(f"{pad}{s.name} = np.empty({_shape(s.shape)}, {np_type(s.dtype)})")
             elif isinstance(s, Full):

@@ -421,7 +421,8 @@ class Backend:
             if prog.fallback is not None:
                 return interpret.run(graph, feeds)
             return prog(arrays)
-        except InvalidArgumentError:
+        except InvalidArgumentError as e:  # bad data: the op's line, as eager names it
+            interpret.name_op_line(e, graph.nodes)
             raise
         except Exception as e:  # noqa: BLE001 - never a wrong answer: interpret instead
             if prog is None:

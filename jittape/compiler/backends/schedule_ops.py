@@ -59,7 +59,7 @@ class OpKernels:
             View("p", "a0", "reshape", (P, N, Q)),
             View("ix", "a1", "reshape", (M,)),
             View("o", "r0", "reshape", (P, M, Q)),
-            _index_check("gather", M, N, int(ps[ax])),
+            _index_check("gather", self.types[i_].shape, N),
             *_nest(["pp", "m"], [P, M], [
                 Load("j", "ix", ("m",)),
                 Loop("q", Q, (Store("o", ("pp", "m", "q"), "p[pp, j, q]"),)),
@@ -82,7 +82,7 @@ class OpKernels:
             View("ix", "a1", "reshape", (M,)),
             View("o", "r0", "reshape", (P, N, Q)),
             Fill("o", "0"),
-            _index_check("scatter_add", M, N, int(shape[ax])),
+            _index_check("scatter_add", self.types[i_].shape, N),
             *_nest(["pp", "m"], [P, M], [
                 Load("j", "ix", ("m",)),
                 Loop("q", Q, (Update("o[pp, j, q]", "+", "g[pp, m, q]"),)),
@@ -102,6 +102,13 @@ class OpKernels:
         P, Q = _dprod(ishape[:ax]), _dprod(ishape[ax:])
         d = self.dest(o)
         on, off = literal(a["on_value"], dt), literal(a["off_value"], dt)
+        strict = a.get("strict", "")
+        if strict:  # labels (ops/shaping.py: check_labels): out of range raises
+            bad = Raise(f"{strict}: Received a label value of %d which is outside the "
+                        f"valid range of [0, {depth})", ("k",))
+            put = [If(f"k < 0 or k >= {depth}", (bad,)), Store("o", ("p", "k", "q"), on)]
+        else:  # tf.one_hot: out of range leaves the row off
+            put = [If(f"k >= 0 and k < {depth}", (Store("o", ("p", "k", "q"), on),))]
         # fill with off_value (a vectorized store), then set one element per index:
         # the select per element ran at a fifth of the memory's speed
         body = [
@@ -109,12 +116,10 @@ class OpKernels:
             View("o", "r0", "reshape", (P, str(depth), Q)),
             View("flat", "r0", "reshape", (f"{P} * {depth} * {Q}",)),
             Loop("j", "flat.shape[0]", (Store("flat", ("j",), off),)),
-            *_nest(["p", "q"], [P, Q], [
-                Load("k", "ix", ("p", "q")),
-                If(f"k >= 0 and k < {depth}", (Store("o", ("p", "k", "q"), on),)),
-            ], False),
+            *_nest(["p", "q"], [P, Q], [Load("k", "ix", ("p", "q")), *put], False),
         ]
-        self.kernel(lambda ts: f"one_hot depth {depth} of {ts(ishape, idt)}",
+        what = f"labels of {strict}, one_hot" if strict else "one_hot"
+        self.kernel(lambda ts: f"{what} depth {depth} of {ts(ishape, idt)}",
                     [("a0", self.contiguous(i_)), ("r0", d)], body, False, False)
 
     def op_concat(self, n):
@@ -384,7 +389,23 @@ class OpKernels:
         self._linalg(n, "np.linalg.cholesky(x0[b])")
 
 
-def _index_check(op: str, m: str, n: str, n_lit: int) -> Loop:
-    """A loop that raises when an index of ``ix[:m]`` is not in ``[0, n)``."""
-    return Loop("m", m, (If(f"ix[m] < 0 or ix[m] >= {n}",
-                            (Raise(f"{op}: an index is not in [0, {n_lit})"),)),))
+def _index_check(op: str, ishape, n: str) -> Loop:
+    """A loop that raises when an index of ``ix`` (``ishape``, flattened) is not in
+    ``[0, n)``, with TF's message: the first bad one, where it is and its value
+    (``gather: indices[1,0] = 7 is not in [0, 3)``)."""
+    where = _unravel("m", ishape)
+    at = f"[{','.join(['%d'] * len(where))}]" if where else ""
+    bad = Raise(f"{op}: indices{at} = %d is not in [0, %d)", (*where, "ix[m]", n))
+    return Loop("m", _dprod(ishape), (If(f"ix[m] < 0 or ix[m] >= {n}", (bad,)),))
+
+
+def _unravel(flat: str, shape) -> tuple:
+    """Expressions for the position in ``shape`` of the flat (C order) index ``flat``."""
+    out = []
+    for k in range(len(shape)):
+        inner = _dprod(shape[k + 1:])
+        e = flat if inner == "1" else f"{flat} // ({inner})"
+        if k:
+            e = f"{e if e == flat else f'({e})'} % {_d(shape[k])}"
+        out.append(e)
+    return tuple(out)
