@@ -7,7 +7,7 @@ The data are scikit-learn's digits, with 20% of the labels of the training set s
 so that the model overfits and early stopping has something to do.
 
 Run: python examples/fit_with_callbacks.py [--epochs N] [--out DIR]
-Needs the ``examples`` extra (scikit-learn) and the ``keras`` extra (h5py).
+Needs the ``examples`` extra (scikit-learn).
 """
 
 from __future__ import annotations

@@ -4,12 +4,17 @@ Eagerly it prints at once. Inside a ``jt.function`` the printed tensors become o
 the traced graph, and every call of the compiled function prints them after it runs, in
 the order the trace met the ``jt.print`` calls (Python's ``print`` runs while tracing
 only, as in TF). Tensors print as TF prints them: ``[0 1 2 ... 7 8 9]`` (``summarize``
-elements at each end of a long dimension; -1 or None: all), integral floats without a
-point, booleans as 0/1, strings in quotes inside tensors and containers.
+elements at each end of a long dimension; -1 or None: all), floats with TF's digits
+(``0.666666687`` for a float32 2/3: see :func:`_float`), booleans as 0/1, strings in
+quotes inside tensors. Everything else prints as TF's ``tf.print`` does: each input as
+``pprint.pformat`` writes it (a string as it is), with its tensors in their places
+(Python floats in a structure as ``repr``, dicts by sorted key, a numpy array as its
+``repr``: only tensors and variables are formatted as tensors).
 """
 
 from __future__ import annotations
 
+import pprint
 import sys
 
 import numpy as np
@@ -20,17 +25,28 @@ from .tensor import Tensor, Variable, function_tracer
 __all__ = ["print"]
 
 
+def _float(x, single: bool) -> str:
+    """A float as TF writes it (``FloatToBuffer``/``DoubleToBuffer``): the shortest of
+    ``%.6g`` (``%.15g`` for float64) that reads back as the same value, else ``%.9g``
+    (``%.17g``), which always does: float32 2/3 is ``0.666666687``, 0.1 stays ``0.1``,
+    1e6 is ``1e+06``. Half and bfloat16 values are written as the float32 they are."""
+    v = float(x)
+    if v != v:
+        return "-nan" if np.signbit(x) else "nan"
+    if single:
+        text = "%.6g" % v
+        return text if float(np.float32(text)) == v else "%.9g" % v
+    text = "%.15g" % v
+    return text if float(text) == v else "%.17g" % v
+
+
 def _scalar(x) -> str:
     if isinstance(x, (np.bool_, bool)):
         return "1" if x else "0"
-    if isinstance(x, (np.floating, float)):
-        if not np.isfinite(x):
-            return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
-        if x == np.floor(x) and abs(x) < 1e16:
-            return str(int(x))
-        if x != 0 and (abs(x) < 1e-4 or abs(x) >= 1e16):
-            return np.format_float_scientific(x, unique=True, trim="-")
-        return np.format_float_positional(x, unique=True, trim="-")
+    if isinstance(x, np.floating):
+        return _float(x, x.dtype.itemsize <= 4)
+    if isinstance(x, float):
+        return _float(x, False)
     if isinstance(x, (bytes, np.bytes_)):
         return '"' + x.decode("utf-8", "replace") + '"'
     if isinstance(x, (str, np.str_)):
@@ -57,25 +73,35 @@ def _array(a: np.ndarray, summarize) -> str:
     return part(a, 0)
 
 
-def _format(x, summarize, top=True) -> str:
-    if isinstance(x, Variable):
-        x = x._value
-    if isinstance(x, Tensor):
-        x = x._value
-    if isinstance(x, np.ndarray):
-        return _array(x, summarize)
-    if isinstance(x, np.generic):
-        return _scalar(x)
-    if isinstance(x, str):
-        return x if top else repr(x)
-    if isinstance(x, dict):
-        return "{" + ", ".join(f"{k!r}: {_format(v, summarize, False)}" for k, v in x.items()) + "}"
-    if isinstance(x, list):
-        return "[" + ", ".join(_format(v, summarize, False) for v in x) + "]"
-    if isinstance(x, tuple):
-        inner = ", ".join(_format(v, summarize, False) for v in x)
-        return "(" + inner + ("," if len(x) == 1 else "") + ")"
-    return str(x)
+def _is_tensor(x) -> bool:
+    return isinstance(x, (Tensor, Variable))
+
+
+def _tensor(x, summarize) -> str:
+    return _array(x._value if isinstance(x, Variable) else np.asarray(x._value), summarize)
+
+
+def _text(inputs, sep, summarize) -> str:
+    """``inputs`` as TF's ``tf.print`` writes them: a template of each input (a string
+    as it is, anything else as ``pprint.pformat`` writes it with a placeholder string
+    for each tensor, quotes dropped), joined by ``sep``; then the placeholders, in
+    ``nest.flatten`` order, take the tensors' text."""
+    free = " ".join(pprint.pformat(nest.pack_sequence_as(
+        x, ["" if _is_tensor(v) else v for v in nest.flatten(x)])) for x in inputs)
+    ph = "{}"
+    while ph in free:
+        ph += "0"
+    templates, tensors = [], []
+    for x in inputs:
+        flat = nest.flatten(x)
+        tensors += [v for v in flat if _is_tensor(v)]
+        templates.append(x if isinstance(x, str) else pprint.pformat(
+            nest.pack_sequence_as(x, [ph if _is_tensor(v) else v for v in flat])))
+    parts = sep.join(templates).replace(f"'{ph}'", ph).split(ph)
+    out = [parts[0]]
+    for t, rest in zip(tensors, parts[1:]):
+        out += [_tensor(t, summarize), rest]
+    return "".join(out)
 
 
 def _write(text: str, stream) -> None:
@@ -103,8 +129,8 @@ def _write(text: str, stream) -> None:
 
 def emit(inputs, opts: dict) -> None:
     """Format ``inputs`` (concrete values) and write them as ``jt.print`` does."""
-    sep, end, summarize = opts["sep"], opts["end"], opts["summarize"]
-    _write(sep.join(_format(x, summarize) for x in inputs) + end, opts["output_stream"])
+    _write(_text(inputs, opts["sep"], opts["summarize"]) + opts["end"],
+           opts["output_stream"])
 
 
 def print(*inputs, output_stream=None, summarize=3, sep=" ", end="\n",  # noqa: A001
@@ -133,6 +159,6 @@ def print(*inputs, output_stream=None, summarize=3, sep=" ", end="\n",  # noqa: 
 def run_prints(prints, outs) -> None:
     """After a compiled call: each trace-time ``jt.print`` with this call's values."""
     for structure, slots, out_index, opts in prints:
-        flat = [outs[out_index[s]] if type(s) is int else s[1] for s in slots]
+        flat = [Tensor(outs[out_index[s]]) if type(s) is int else s[1] for s in slots]
         emit(nest.pack_sequence_as(structure, flat), opts)
 

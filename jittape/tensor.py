@@ -313,11 +313,26 @@ class Tensor(_Operators):
     def __repr__(self):
         if self._value is None:
             return f"<jt.Tensor symbolic %{self._id}: shape={self.shape}, dtype={self.dtype.name}>"
-        v = self._value
-        body = repr(v.item()) if v.ndim == 0 else np.array2string(v, separator=", ")
+        body = _numpy_text(self._value, True)
         return f"<jt.Tensor: shape={self.shape}, dtype={self.dtype.name}, numpy={body}>"
 
-    __str__ = __repr__
+    def __str__(self):
+        """TF's ``str`` of a tensor: ``jt.Tensor([1 2], shape=(2,), dtype=int32)``."""
+        if self._value is None:
+            return repr(self)
+        body = _numpy_text(self._value, False)
+        return f"jt.Tensor({body}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _numpy_text(v: np.ndarray, is_repr: bool) -> str:
+    """The value as TF's tensor ``repr`` and ``str`` show it (TF's ``_numpy_text``): numpy's
+    ``repr`` (``array([0.6666667 , 0.33333334], dtype=float32)``; a scalar as the Python
+    number it holds) or ``str``, on a line of its own when it takes several."""
+    if v.ndim == 0:
+        text = repr(v.item()) if is_repr else str(v[()])
+    else:
+        text = repr(v) if is_repr else str(v)
+    return "\n" + text if "\n" in text else text
 
 
 def _trace_name(tracer) -> str:
@@ -564,7 +579,7 @@ class Variable(_Operators):
         if function_tracer() is not None:
             return (f"<jt.Variable '{self.name}' shape={self.shape} "
                     f"dtype={self.dtype.name}, symbolic while traced>")
-        body = np.array2string(self._value, separator=", ")
+        body = _numpy_text(self._value, True)
         return (
             f"<jt.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, numpy={body}>"
         )

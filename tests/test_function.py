@@ -309,8 +309,9 @@ def test_input_signature_fixes_dtype_and_checks_calls():
         f(np.ones((5, 3, 1), np.float32))
     with pytest.raises(TypeError, match="takes 1 argument"):
         f(np.ones((5, 3), np.float32), 2)
+    assert f(np.ones((2, 3), np.float64)).dtype == jt.float32  # numpy data is cast
     with pytest.raises(TypeError, match="does not fit"):
-        f(np.ones((2, 3), np.float64))
+        f(jt.ones((2, 3), jt.float64))  # a tensor keeps its dtype
     with pytest.raises(TypeError, match="TensorSpec"):
         jt.function(lambda x: x, input_signature=[np.float32])
 

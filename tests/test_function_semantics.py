@@ -349,6 +349,111 @@ def test_input_signature_on_a_method_binds_keywords():
     assert m.call.cache_info().traces == 1
 
 
+def test_get_concrete_function_without_arguments_uses_the_input_signature():
+    # TF 2.21: f.get_concrete_function() on a tf.function with an input_signature is the
+    # signature's concrete function; the same one that a spec or a tensor argument finds
+    @jt.function(input_signature=[SPEC])
+    def f(x, training=False):
+        return x * 2.0
+
+    cf = f.get_concrete_function()
+    args, kwargs = cf.structured_input_signature
+    assert args == (jt.TensorSpec((None,), jt.float32), False) and kwargs == {}
+    assert args[0].name == "x"
+    assert f.get_concrete_function(SPEC) is cf
+    assert f.get_concrete_function(jt.constant([1.0, 2.0, 3.0])) is cf
+    assert f.experimental_get_tracing_count() == 1
+    for n in (1, 4):  # the signature's None dim: any size
+        np.testing.assert_allclose(cf(jt.ones([n])).numpy(), np.full(n, 2.0))
+    # TF: "missing a required argument: 'x'" without a signature, and for keywords only
+    with pytest.raises(TypeError, match="missing a required argument: 'x'"):
+        jt.function(lambda x: x).get_concrete_function()
+    with pytest.raises(TypeError, match="missing a required argument: 'x'"):
+        f.get_concrete_function(training=False)
+
+    @jt.function(input_signature=[(SPEC, jt.TensorSpec([2], jt.int32))])
+    def g(pair):
+        return pair[0] + 1.0, pair[1] * 2
+
+    cf = g.get_concrete_function()
+    assert cf.structured_input_signature[0][0] == (SPEC, jt.TensorSpec((2,), jt.int32))
+    out = cf((jt.ones([3]), jt.constant([1, 2])))
+    np.testing.assert_array_equal(out[1].numpy(), [2, 4])
+
+
+@pytest.mark.parametrize("dtype, value, want", [
+    # what TF 2.21's tf.function does with each: numpy data is cast to the spec's dtype
+    # whatever its own (astype: floats truncate into an int spec), Python numbers and
+    # lists convert as tf.convert_to_tensor does
+    (jt.float32, np.array([1.1, 2.0]), np.array([1.1, 2.0], np.float32)),
+    (jt.int32, np.array([1, 2], np.int64), np.array([1, 2], np.int32)),
+    (jt.int32, np.array([1.5, 2.0]), np.array([1, 2], np.int32)),
+    (jt.float32, np.array([1, 2]), np.array([1.0, 2.0], np.float32)),
+    (jt.float64, np.array([0.5], np.float32), np.array([0.5], np.float64)),
+    (jt.bool, np.array([0.5, 0.0]), np.array([True, False])),
+    (jt.float32, np.array([1.5], np.float16), np.array([1.5], np.float32)),
+    (jt.float32, [1, 2.5], np.array([1.0, 2.5], np.float32)),
+    (jt.float32, [True, False], np.array([1.0, 0.0], np.float32)),
+    (jt.int32, [True, False], np.array([1, 0], np.int32)),
+    (jt.float32, [jt.constant(1.0), 2.0], np.array([1.0, 2.0], np.float32)),
+])
+def test_input_signature_converts_numpy_data_and_python_values(dtype, value, want):
+    f = jt.function(lambda x: x, input_signature=[jt.TensorSpec([None], dtype)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the retrace warning of many made functions
+        out = f(value)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out.numpy(), want)
+    assert out.numpy().dtype == want.dtype
+
+
+def test_input_signature_converts_scalars_and_nested_numpy():
+    s = jt.function(lambda x: x * 3.0, input_signature=[jt.TensorSpec([], jt.float32)])
+    # 2/3 as a float32 (TF: 0.6666666865348816), not a float64 refused
+    assert s(2 / 3).numpy() == np.float32(2 / 3) * np.float32(3.0)
+    assert s(np.float64(0.5)).numpy() == np.float32(1.5)
+    assert s(np.int64(3)).numpy() == np.float32(9.0)
+    assert s.experimental_get_tracing_count() == 1
+    pair = jt.function(lambda t: (t[0] + 1.0, t[1] + 1), input_signature=[
+        (jt.TensorSpec([None], jt.float32), jt.TensorSpec([None], jt.int32))])
+    a, b = pair((np.array([1.0]), np.array([2])))
+    assert (a.dtype, b.dtype) == (jt.float32, jt.int32) and int(b.numpy()[0]) == 3
+
+
+@pytest.mark.parametrize("dtype, value, match", [
+    # TF 2.21 refuses these (its messages: "Can not cast TensorSpec(shape=(1,),
+    # dtype=tf.float64, name=None) to TensorSpec(shape=(None,), dtype=tf.float32,
+    # name=None)", "Cannot convert 1.0 to EagerTensor of dtype int32", ...)
+    (jt.float32, lambda: jt.constant([1.0], jt.float64),
+     r"Can not cast TensorSpec\(shape=\(1,\), dtype=jt.float64, name=None\) to "
+     r"TensorSpec\(shape=\(None,\), dtype=jt.float32.*jt.cast\(x, jt.float32\)"),
+    (jt.float64, lambda: jt.constant([1.0]), "Can not cast .*dtype=jt.float32"),
+    (jt.int32, lambda: jt.constant([1], jt.int64), "Can not cast .*dtype=jt.int64"),
+    (jt.float32, lambda: jt.Variable([1.0], dtype=jt.float64, name="v"),
+     "variable 'v.*keeps its dtype float64"),
+    (jt.int32, lambda: [1.5, 2.0], r"Cannot convert \[1.5, 2.0\] to a tensor of dtype int32"),
+    (jt.int32, lambda: [1.0], "Cannot convert .* dtype int32"),
+    (jt.bool, lambda: [1], "Cannot convert .* dtype bool"),
+    (jt.float32, lambda: np.array(["a"]), "numpy data of dtype <U1"),
+    (jt.float32, lambda: [[1.0], [2.0, 3.0]], "cannot be converted"),
+])
+def test_input_signature_refuses_tensors_of_another_dtype_and_python_floats_for_ints(
+        dtype, value, match):
+    f = jt.function(lambda x: x, input_signature=[jt.TensorSpec([None], dtype)])
+    with pytest.raises(TypeError, match=match) as e:
+        f(value())
+    assert "argument 0 does not fit the input_signature" in str(e.value)
+    assert "test_function_semantics.py" in str(e.value)  # the user's line
+
+
+def test_input_signature_checks_the_shape_after_converting():
+    f = jt.function(lambda x: x, input_signature=[jt.TensorSpec([3], jt.float32)])
+    with pytest.raises(TypeError, match=r"of shape \[2\] does not fit"):
+        f(np.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match="jt.function"):
+        jt.function(lambda x: x, input_signature=[jt.TensorSpec([], jt.int32)])(1.5)
+
+
 # ---------------------------------------------------------------------------
 # 5. positional and keyword forms of one argument are one signature
 

@@ -1,5 +1,5 @@
 """``.weights.h5`` files between tf.keras (Keras 3) and jittape, both directions, run only
-where TensorFlow is installed (``pip install -e '.[tf,keras]'``).
+where TensorFlow is installed (``pip install -e '.[tf]'``).
 
 Each check builds the same architecture on both sides, gives the saving side random
 weights (and, for optimizers, a trained state), saves, loads on the other side with

@@ -10,7 +10,7 @@ import weakref
 
 import numpy as np
 
-from ..dtypes import as_dtype
+from .. import nest
 from ..errors import user_location
 from ..tensor import Tensor, Variable, convert_to_tensor
 from .keys import _PY_VALUES, _arg_name
@@ -139,18 +139,7 @@ def fit_signature(fn_name, sig, b, args, kwargs):
                     w is None or w == d for w, d in zip(spec.shape, shape)):
                 return a
         if isinstance(spec, TensorSpec):
-            have = getattr(a, "dtype", None)
-            if isinstance(a, (Tensor, Variable, np.ndarray, np.generic)) and \
-                    as_dtype(have) != spec.dtype:
-                raise TypeError(
-                    f"jt.function {fn_name!r}: argument {path} of dtype "
-                    f"{as_dtype(have).name} does not fit the input_signature's {spec}")
-            try:
-                t = convert_to_tensor(a, dtype=spec.dtype)
-            except (TypeError, ValueError) as e:
-                raise TypeError(
-                    f"jt.function {fn_name!r}: argument {path} does not fit {spec}: {e}"
-                ) from None
+            t = _to_spec_dtype(fn_name, spec, a, path)
             if not spec.is_compatible_with(t):
                 have, want = list(t.shape), spec.shape
                 hint = (f" (rank {len(have)}, the signature's is rank {len(want)}): pass a "
@@ -175,6 +164,48 @@ def fit_signature(fn_name, sig, b, args, kwargs):
 
     fitted = tuple(fit(spec, a, str(j)) for j, (spec, a) in enumerate(zip(sig, args)))
     return fitted + tuple(args[len(sig):]), kwargs
+
+
+def _to_spec_dtype(fn_name, spec, a, path) -> Tensor:
+    """Argument ``a`` as a tensor of ``spec``'s dtype, converted as tf.function converts
+    it: a tensor or variable keeps its dtype (another one is refused: a cast there is
+    the user's to write, and a silent one would hide a float64 model fed float32
+    weights); numpy data is cast to the spec's dtype whatever its own (float64 data to
+    a float32 spec, floats to an int spec truncated, as ``astype``); Python numbers and
+    lists convert as ``tf.convert_to_tensor`` does, which refuses a Python float for an
+    integer or bool spec (``1.0`` too) and a Python int for a bool one."""
+    def refuse(why):
+        loc = user_location()
+        return TypeError(f"jt.function {fn_name!r}: argument {path} does not fit the "
+                         f"input_signature: {why}" + (f" (at {loc})" if loc else ""))
+
+    want = spec.dtype
+    if isinstance(a, (Tensor, Variable)):
+        if a.dtype != want:
+            what = f"variable {a.name!r}" if isinstance(a, Variable) else "a tensor"
+            raise refuse(
+                f"Can not cast {TensorSpec(a.shape, a.dtype)} to {spec}: {what} keeps its "
+                f"dtype {a.dtype.name} (cast it: jt.cast(x, jt.{want.name}))")
+        return convert_to_tensor(a)
+    if isinstance(a, (np.ndarray, np.generic)):
+        if a.dtype.kind not in "biuf":
+            raise refuse(f"numpy data of dtype {a.dtype} cannot be converted to {spec}")
+        return Tensor(np.asarray(a).astype(want._np), _own=True)
+    try:
+        natural = np.asarray(a).dtype if not isinstance(a, (list, tuple)) or not any(
+            isinstance(v, (Tensor, Variable)) for v in nest.flatten(list(a))) else None
+    except ValueError as e:  # a ragged list
+        raise refuse(f"{a!r:.80} cannot be converted to {spec}: {e}") from None
+    if natural is not None and natural.kind == "f" and want._np.kind in "iub":
+        raise refuse(f"Cannot convert {a!r:.80} to a tensor of dtype {want.name} for {spec} "
+                     "(a Python float converts to a float dtype only)")
+    if natural is not None and natural.kind in "iu" and want.is_bool:
+        raise refuse(f"Cannot convert {a!r:.80} to a tensor of dtype bool for {spec} (a "
+                     "Python int does not convert to bool)")
+    try:
+        return convert_to_tensor(a, dtype=want)
+    except (TypeError, ValueError) as e:
+        raise refuse(f"{e} (for {spec})") from None
 
 
 def _beyond_signature(fn_name, sig, b, args, kwargs):

@@ -450,8 +450,12 @@ class Function:
         """The trace for these arguments (traced now when there is none; not run):
         tensors, or ``jt.TensorSpec``s as TF users pass them (a spec's None dims are
         traced as symbols: the concrete function takes any size there). A trace with
-        symbolic sizes is specialized to tensor arguments' sizes."""
+        symbolic sizes is specialized to tensor arguments' sizes. With no arguments, a
+        jt.function that has an ``input_signature`` gives the signature's trace (as
+        TF's)."""
         stand_ins: dict = {}
+        if not args and not kwargs and self.input_signature is not None:
+            args = self.input_signature
         if any(isinstance(x, TensorSpec) for x in nest.flatten([list(args), kwargs])):
             args, kwargs, stand_ins = _from_specs(self._name, args, kwargs)
         args, kwargs = self._canonical(args, kwargs)

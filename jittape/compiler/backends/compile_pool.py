@@ -85,13 +85,15 @@ class _Worker:
                 return False
 
     def close(self) -> None:
+        """Stop an idle worker (the caller holds its lock, so no job is under way and
+        the worker writes nothing): at exit, without waiting for its own teardown."""
         try:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=5)
-        except Exception:  # noqa: BLE001 - exiting anyway
             self.proc.kill()
-        finally:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=1)
             self.proc.stdout.close()
+        except Exception:  # noqa: BLE001 - exiting anyway; it ends at its input's end
+            pass
 
 
 _POOL: list = []
@@ -121,8 +123,13 @@ def warm_up() -> None:
 
 @atexit.register
 def _shutdown() -> None:
+    """End the idle workers. A worker with a job under way is left to finish it on
+    its own, detached: this process does not wait for a kernel nobody will run, the
+    worker completes the cache files it writes, then finds its pipes closed by this
+    process's exit and ends. (Its pipes are left as they are: the thread waiting for
+    its answer holds the reading end.)"""
     for w in _POOL:
-        if w.owner == os.getpid():
+        if w.owner == os.getpid() and w.lock.acquire(blocking=False):
             w.close()
 
 
@@ -168,7 +175,8 @@ class Batch:
                 disp, at = self.queue.popleft()
             disp.compile(at)
         for t in self.threads:
-            t.join()
+            while t.is_alive():  # in short waits: a background compile abandoned at exit
+                t.join(0.05)    # (runtime.in_background) stops here at once
         for disp, at in self.queue:  # a worker gave up on these after this process finished
             disp.compile(at)
         for disp, at in self.done_elsewhere:  # from the disk cache the workers wrote

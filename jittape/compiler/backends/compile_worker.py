@@ -31,8 +31,11 @@ def main() -> None:
             answer = "ok"
         except Exception:  # noqa: BLE001 - the asking process compiles it itself
             answer = "error"
-        sys.stdout.write(answer + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(answer + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # the asking process has exited: the job is done
+            return
 
 
 if __name__ == "__main__":

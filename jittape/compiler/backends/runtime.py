@@ -268,19 +268,52 @@ class Executable:
 
 _BACKGROUND = threading.Lock()  # held by the one background compile that runs
 _EXITING = [False]
+_RUNNING: list = [None]  # the thread inside a background compile's target, if any
+_RUNNING_LOCK = threading.Lock()
+
+
+class Abandoned(BaseException):
+    """Raised inside a background compile when the process exits (see
+    :func:`in_background`). A BaseException, so that the handlers that turn a failed
+    compile into an interpret fallback (and its warning) let it through."""
+
+
+def _flush_pending() -> None:
+    """A Python call: an exception set for this thread fires here, at the latest."""
 
 
 def in_background(target, args, name) -> threading.Thread:
     """Run ``target(*args)`` (a compile) in a daemon thread, one such compile at a time.
-    At exit the compile under way finishes (a compiler must not be cut off mid-write),
-    and those still waiting never start: an exiting program does not wait for compiles
-    whose results nobody will use (a script's last traces used to hold its exit for
-    seconds)."""
+
+    An exiting program does not wait for compiles whose results nobody will use (a
+    script's last traces used to hold its exit for seconds, the cold compile of its
+    step): those still waiting never start, and the one under way is abandoned. It
+    is stopped by an exception raised in its thread (:class:`Abandoned`), which fires
+    between two Python bytecodes, never inside a call into LLVM (a daemon thread left
+    running inside LLVM while the process tears down could crash its exit), and is
+    waited for until it has unwound (a few ms; one LLVM call at most). What it leaves
+    on disk is consistent: every cache file is written under a temporary name and
+    renamed when complete (``_files.write_atomic``, Numba's ``_open_for_write``), so
+    a stop mid-write leaves at most a stray temporary file; Numba writes a function's
+    index before its data file, and an index entry whose data file is missing is a
+    miss that compiles again; a kernel table's manifest is written after its entry
+    compiled, and an entry without one is compiled again."""
 
     def run():
-        with _BACKGROUND:
-            if not _EXITING[0]:
-                target(*args)
+        try:
+            with _BACKGROUND:
+                if _EXITING[0]:
+                    return
+                with _RUNNING_LOCK:
+                    _RUNNING[0] = threading.current_thread()
+                try:
+                    target(*args)
+                finally:
+                    with _RUNNING_LOCK:
+                        _RUNNING[0] = None
+                    _flush_pending()  # an Abandoned set just before fires in this try
+        except Abandoned:
+            pass
 
     t = threading.Thread(target=run, name=name, daemon=True)
     t.start()
@@ -288,10 +321,32 @@ def in_background(target, args, name) -> threading.Thread:
 
 
 @atexit.register
-def _finish_background_compile() -> None:
+def _abandon_background_compile() -> None:
+    import ctypes
+
     _EXITING[0] = True
-    with _BACKGROUND:  # the compile under way, if any, ends first
-        pass
+    with _RUNNING_LOCK:
+        t = _RUNNING[0]
+        if t is not None and t.ident is not None:
+            set_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+            set_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
+            set_exc(t.ident, Abandoned)
+    # the compile unwinds (it may first finish the LLVM call it is in); a compile that
+    # does not stop in time is left as a daemon thread, as before
+    if _BACKGROUND.acquire(timeout=5.0):
+        _BACKGROUND.release()
+
+
+def _after_fork_in_child() -> None:
+    """A child forked while a background compile ran has no such thread: its exit must
+    not wait for the parent's."""
+    global _BACKGROUND, _RUNNING_LOCK
+    _BACKGROUND, _RUNNING_LOCK = threading.Lock(), threading.Lock()
+    _RUNNING[0] = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Backend:
@@ -410,6 +465,11 @@ class Backend:
                 return interpret.run(graph, feeds)
             if prog.ready:
                 return prog(arrays)
+            if _EXITING[0]:
+                # after the exit abandoned the background compile (an atexit handler
+                # that runs a step, say): no new compile starts, Numba's locks may be
+                # the abandoned compile's
+                return prog.interpret(arrays)
             if background_compile():
                 # compile in another thread; this call and the next ones run on the
                 # interpreter until the compiled program is ready

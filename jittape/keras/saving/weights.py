@@ -300,12 +300,10 @@ def _check_built(model, what):
 
 
 def _h5py():
-    try:
-        import h5py
-    except ImportError:
-        raise ImportError(
-            "save_weights and load_weights need h5py: pip install h5py (or install jittape "
-            "with the keras extra: pip install 'jittape[keras]')") from None
+    """h5py (a dependency, as Keras's), imported when weights are first saved or loaded:
+    ``import jittape.keras`` does not pay for it."""
+    import h5py
+
     return h5py
 
 
