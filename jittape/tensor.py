@@ -572,7 +572,8 @@ class Variable(_Operators):
                     f"dtype={self.dtype.name}, symbolic while traced>")
         body = np.array2string(self._value, separator=", ")
         return (
-            f"<jt.Variable '{self._label}' shape={self.shape} dtype={self.dtype.name}, numpy={body}>"
+            f"<jt.Variable '{self._label}' shape={self.shape} dtype={self.dtype.name}, "
+            f"numpy={body}>"
         )
 
 
