@@ -107,7 +107,7 @@ def _describe(src) -> str:
 
     ty = f"{src.dtype.name}{list(src.shape)}"
     if isinstance(src, Variable):
-        return f"variable {src.name!r} ({ty})"
+        return f"variable {src._label!r} ({ty})"
     return f"the source tensor ({ty})"
 
 

@@ -223,7 +223,7 @@ class GradientTape:
     def _on_variable_read(self, v: Variable, t: Tensor):
         explicit = v._id in self._on_tape
         if not (explicit or (self._watch_accessed and v.trainable)):
-            self._unwatched_reads[t._id] = (v._id, v.name, user_frame(2))
+            self._unwatched_reads[t._id] = (v._id, v._label, user_frame(2))
             return
         if not explicit:
             self._watched_vars[v._uid] = v

@@ -448,6 +448,12 @@ class Variable(_Operators):
         return f"{self._name}:0"
 
     @property
+    def _label(self) -> str:
+        """TF's name, ``scope/x:0``: how the TF core's messages name a variable (a Keras
+        variable's ``name`` is its short name, ``kernel``; this is its path plus ``:0``)."""
+        return f"{self._name}:0"
+
+    @property
     def shape(self) -> TensorShape:
         return TensorShape(self._value.shape)
 
@@ -501,14 +507,14 @@ class Variable(_Operators):
         if v.ndim:
             raise TypeError(
                 f"unsupported format string {spec!r} passed to jt.Variable.__format__ for "
-                f"variable {self.name!r} of shape {list(v.shape)}: only scalars take a "
+                f"variable {self._label!r} of shape {list(v.shape)}: only scalars take a "
                 "format spec")
         return format(v[()], spec)
 
     def _concrete(self, what) -> np.ndarray:
         if function_tracer() is not None:
             raise TypeError(
-                f"{what} of variable {self.name!r} inside a jt.function: while the function "
+                f"{what} of variable {self._label!r} inside a jt.function: while the function "
                 "is traced its value is symbolic (it is read when the compiled function "
                 "runs); use jittape ops on the variable instead"
             )
@@ -540,7 +546,7 @@ class Variable(_Operators):
         if a.shape != self._value.shape:
             raise InvalidArgumentError(
                 f"Variable.{what}: cannot assign a value of shape {list(a.shape)} to variable "
-                f"{self.name!r} of shape {list(self._value.shape)}"
+                f"{self._label!r} of shape {list(self._value.shape)}"
             )
         return a
 
@@ -577,11 +583,12 @@ class Variable(_Operators):
 
     def __repr__(self):
         if function_tracer() is not None:
-            return (f"<jt.Variable '{self.name}' shape={self.shape} "
+            return (f"<jt.Variable '{self._label}' shape={self.shape} "
                     f"dtype={self.dtype.name}, symbolic while traced>")
         body = _numpy_text(self._value, True)
         return (
-            f"<jt.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, numpy={body}>"
+            f"<jt.Variable '{self._label}' shape={self.shape} dtype={self.dtype.name}, "
+            f"numpy={body}>"
         )
 
 
@@ -615,7 +622,7 @@ def convert_to_tensor(value, dtype=None) -> Tensor:
         if dtype is not None and value.dtype != as_dtype(dtype):
             raise InvalidArgumentError(
                 f"Tensor conversion requested dtype {as_dtype(dtype).name} for variable "
-                f"{value.name!r} of dtype {value.dtype.name}"
+                f"{value._label!r} of dtype {value.dtype.name}"
             )
         return value._read(True)  # a read of its own, as read_value()
     if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, Variable)) for v in value):

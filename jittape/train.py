@@ -167,7 +167,7 @@ def _assign(v: Variable, value: np.ndarray, path: str) -> None:
     if want != have:
         raise ValueError(
             f"checkpoint value {path!r} has shape {list(have[0])} and dtype {have[1]}, but "
-            f"variable {v.name!r} there has shape {list(want[0])} and dtype {want[1]}: the "
+            f"variable {v._label!r} there has shape {list(want[0])} and dtype {want[1]}: the "
             "checkpoint was written by a program of another structure")
     v._set(value)  # directly, not an assign op: a restore inside a trace is no step
 
@@ -225,7 +225,7 @@ class _Restore:
             if siblings:
                 near = min(siblings, key=lambda q: _distance(p, q))
                 raise ValueError(
-                    f"checkpoint {self.path!r} has no value for variable {v.name!r} at "
+                    f"checkpoint {self.path!r} has no value for variable {v._label!r} at "
                     f"{p!r} (it holds {near!r} near it): it was written by a program of "
                     "another structure")
         for p in sorted(self.pending):

@@ -238,7 +238,8 @@ def test_ranks_with_different_models_fail_at_the_first_step_naming_the_differenc
     p, took = launch(2, "layout", tmp_path, timeout=120)
     assert p.returncode != 0
     assert "LayoutError" in p.stderr and "disagree" in p.stderr, p.stderr
-    assert "rank 0 has 'dense/kernel:0' float32[5,4], rank 1 has 'dense/kernel:0' float32[5,6]" \
+    assert ("rank 0 has 'sequential/dense/kernel:0' float32[5,4], rank 1 has "
+            "'sequential/dense/kernel:0' float32[5,6]") \
         in p.stderr, p.stderr
     assert took < 60, took
 

@@ -84,7 +84,7 @@ def test_dense_forward_matches_formula(activation):
 def test_dense_callable_activation_and_no_bias():
     layer = L.Dense(4, activation=lambda z: z * z, use_bias=False, dtype="float64")
     layer(X)
-    assert [v.name for v in layer.variables] == [f"{layer.name}/kernel:0"]
+    assert [(v.name, v.path) for v in layer.variables] == [("kernel", f"{layer.name}/kernel")]
     layer.set_weights([W])
     close(layer(X).numpy(), (X @ W) ** 2)
 
@@ -105,7 +105,8 @@ def test_dense_weights_shapes_names_and_initializers():
     k, b = layer.trainable_variables
     assert k.shape == (3, 6) and b.shape == (6,)
     assert k.dtype == jt.float32
-    assert k.name == f"{layer.name}/kernel:0" and b.name == f"{layer.name}/bias:0"
+    assert k.name == "kernel" and b.name == "bias"  # Keras 3: the short name, and the path
+    assert k.path == f"{layer.name}/kernel" and b.path == f"{layer.name}/bias"
     np.testing.assert_array_equal(k.numpy(), np.ones((3, 6)))
     np.testing.assert_array_equal(b.numpy(), np.full(6, 0.5))
     assert layer.non_trainable_variables == []
@@ -299,11 +300,10 @@ def test_batchnorm_defaults_and_variables():
     bn = L.BatchNormalization()
     assert bn.momentum == 0.99 and bn.epsilon == 1e-3 and bn.axis == -1
     bn(np.zeros((2, 3), np.float32))
-    names = [v.name.split("/")[-1] for v in bn.variables]
-    assert names == ["gamma:0", "beta:0", "moving_mean:0", "moving_variance:0"]
-    assert [v.name.split("/")[-1] for v in bn.trainable_variables] == ["gamma:0", "beta:0"]
-    assert [v.name.split("/")[-1] for v in bn.non_trainable_variables] == [
-        "moving_mean:0", "moving_variance:0"]
+    names = [v.name for v in bn.variables]
+    assert names == ["gamma", "beta", "moving_mean", "moving_variance"]
+    assert [v.name for v in bn.trainable_variables] == ["gamma", "beta"]
+    assert [v.name for v in bn.non_trainable_variables] == ["moving_mean", "moving_variance"]
     np.testing.assert_array_equal(bn.moving_mean.numpy(), np.zeros(3))
     np.testing.assert_array_equal(bn.moving_variance.numpy(), np.ones(3))
     assert not bn.moving_mean.trainable
@@ -340,8 +340,7 @@ def test_batchnorm_channels_axis_and_no_center_scale():
     x = RNG.standard_normal((4, 3, 5))  # channels on axis 1
     bn = L.BatchNormalization(axis=1, center=False, scale=False, dtype="float64")
     y = bn(x, training=True)
-    assert [v.name.split("/")[-1] for v in bn.variables] == ["moving_mean:0",
-                                                             "moving_variance:0"]
+    assert [v.name for v in bn.variables] == ["moving_mean", "moving_variance"]
     mean = x.mean(axis=(0, 2), keepdims=True)
     var = x.var(axis=(0, 2), keepdims=True)
     close(y.numpy(), (x - mean) / np.sqrt(var + 1e-3))
@@ -473,7 +472,7 @@ def test_get_set_weights_round_trip_and_errors():
         model.set_weights(w2[:-1])
     bad = list(w)
     bad[6] = np.zeros((2, 4))
-    with pytest.raises(ValueError, match=r"weight 6 \(dense.*/kernel:0\) has shape \(4, 2\), "
+    with pytest.raises(ValueError, match=r"weight 6 \(sequential\w*/dense\w*/kernel\) has shape \(4, 2\), "
                                          r"but the value given has shape \(2, 4\)"):
         model.set_weights(bad)
     # nothing was assigned by the failed call
@@ -530,8 +529,10 @@ def test_custom_layers_track_weights_and_work_in_sequential():
     y = model(X)
     assert y.shape == (5, 1)
     res = model.layers[0]
-    assert [v.name for v in res.variables] == ["res/scale:0", f"{res.inner.name}/kernel:0",
-                                               f"{res.inner.name}/bias:0"]
+    assert [v.name for v in res.variables] == ["scale", "kernel", "bias"]
+    assert [v.path for v in res.variables] == [
+        f"{model.name}/res/scale", f"{model.name}/res/{res.inner.name}/kernel",
+        f"{model.name}/res/{res.inner.name}/bias"]
     assert len(model.trainable_variables) == 5
     with jt.GradientTape() as tape:
         loss = jt.reduce_sum(model(X))

@@ -148,7 +148,7 @@ def test_nadam_keeps_one_u_product_in_the_first_variables_dtype():
     a, b = jt.Variable(np.ones(2)), jt.Variable(np.ones(3, np.float32))
     for _ in range(3):
         opt.apply_gradients([(np.full(2, 0.5), a), (np.full(3, 0.5, np.float32), b)])
-    u = [v for v in opt.variables if v.name.endswith("u_product:0")]
+    u = [v for v in opt.variables if v.name == "u_product"]
     assert len(u) == 1 and u[0].dtype == jt.float64
     want = 1.0
     for t in (1, 2, 3):

@@ -474,10 +474,10 @@ def test_add_weight_forms_and_defaults():
     assert layer.b.dtype == jt.int32 and (layer.b.numpy() == 0).all()
     assert layer.c.dtype == jt.float64 and (layer.c.numpy() == 1).all()
     assert isinstance(layer.c.constraint, jt.constraints.NonNeg) and layer.a.constraint is None
-    assert not layer.d.trainable and layer.d.name == "w/d:0"
+    assert not layer.d.trainable and layer.d.name == "d" and layer.d.path == "w/d"
     assert layer.e.shape == ()
-    assert [v.name for v in (layer.a, layer.b, layer.e)] == [
-        "w/variable:0", "w/variable_1:0", "w/variable_2:0"]
+    assert [v.path for v in (layer.a, layer.b, layer.e)] == [
+        "w/variable", "w/variable_1", "w/variable_2"]
     assert [float(v) for v in layer.losses] == [0.04]
 
 

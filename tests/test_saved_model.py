@@ -359,8 +359,11 @@ def test_sequential_with_a_traced_predict_function(tmp_path):
         loaded.predict_step(x)
     layer0 = getattr(loaded, "layer-0")
     np.testing.assert_array_equal(layer0.kernel.numpy(), model.layers[0].kernel.numpy())
-    assert [v.name for v in loaded.variables] == [v.name for v in model.variables]
-    assert [v.name for v in layer0.variables] == [v.name for v in model.layers[0].variables]
+    # restored variables are TF's, named by TF's name (the Keras path and ":0"), as
+    # tf.saved_model.load names a Keras 3 model's variables
+    assert [v.name for v in loaded.variables] == [f"{v.path}:0" for v in model.variables]
+    assert [v.name for v in layer0.variables] == [
+        f"{v.path}:0" for v in model.layers[0].variables]
     # the checkpoint paths of the loaded tree are the saved tree's
     assert sorted(_train._graph(loaded)[0]) == sorted(_train._graph(model)[0])
 
@@ -393,7 +396,7 @@ def test_a_fitted_keras_model(tmp_path):
     loaded = jt.saved_model.load(tmp_path / "k")
     _close(loaded.serve(x), model.predict(x, verbose=0))
     assert [v.name for v in loaded.trainable_variables] == [
-        v.name for v in model.trainable_variables]
+        f"{v.path}:0" for v in model.trainable_variables]
     assert int(loaded.optimizer.iterations.numpy()) == 2
 
 

@@ -208,7 +208,7 @@ class MPIWorld:
 def describe_function(cf) -> dict:
     """What every rank must agree on for a traced function: its variables (name, shape,
     dtype, in trace order) and its collectives (op, dtype, shape, attributes)."""
-    variables = [(src[1].name, _shape(src[1].shape), src[1].dtype.name)
+    variables = [(src[1]._label, _shape(src[1].shape), src[1].dtype.name)
                  for src in cf._source.values() if src[0] == "var"]
     colls = [(n.op.name, n.types[0].dtype, _shape(n.types[0].shape),
               tuple((k, str(v)) for k, v in n.attrs)) for n in cf.collectives]

@@ -30,7 +30,7 @@ def _eager(tensors) -> bool:
 
 
 def _name(v, k) -> str:
-    name = getattr(v, "name", None)
+    name = getattr(v, "_label", None) or getattr(v, "name", None)  # TF's name: the path
     return name if isinstance(name, str) else f"<source {k}>"
 
 

@@ -72,7 +72,7 @@ class FunctionTracer(Tracer):
             if tuple(t.shape) != tuple(v.shape):
                 raise InvalidArgumentError(
                     f"Variable.{mode}: cannot assign a value of shape {list(t.shape)} to "
-                    f"variable {v.name!r} of shape {list(v.shape)}")
+                    f"variable {v._label!r} of shape {list(v.shape)}")
             if mode == "assign_add":
                 t = ops.add(self.read_variable(v), t)
             elif mode == "assign_sub":
@@ -194,7 +194,7 @@ def _per_call_variables(tracer: FunctionTracer) -> list:
     if not created:
         return []
     uids = {v._uid for v in created}
-    names = {v._uid: v.name for v in created}
+    names = {v._uid: v._label for v in created}
     refs = [(v._uid, weakref.ref(v)) for v in created]
     vars_ = {uid: st for uid, st in tracer.vars.items() if uid in uids}
     sources = [vid for vid, src in tracer.sources.items()
@@ -339,7 +339,7 @@ def trace_function(fn, fn_name, binding, args, kwargs, described, mask, first, c
     out_structure = _structure_of(result, len(flat))
     result = flat = leaf = before = None  # noqa: F841 - the checks below need them gone
     if tracer.created_vars and not first:
-        names = [v.name for v in tracer.created_vars]
+        names = [v._label for v in tracer.created_vars]
         raise ValueError(
             f"jt.function {fn_name!r} created variables {names} on a trace that was "
             f"not its first ({cause}). A jt.function only supports variables created on "

@@ -5,7 +5,8 @@
 ``constraints``, ``activations``, ``callbacks``, ``utils``, ``backend``, ``models``
 (the models, ``clone_model``, ``load_model``, ``save_model``) and ``saving``
 (``register_keras_serializable``, ``serialize_keras_object``, records, weights files,
-the archive's functions) are this package's modules; ``trainers`` (fit, evaluate,
+the archive's functions) are this package's modules; ``name_scope`` (the Keras scopes
+of variables' paths, ``variables``) is Keras 3's; ``trainers`` (fit, evaluate,
 predict) and ``distribution`` (DataParallel) sit below ``models``, ``saving`` below all.
 The root's short forms (``jt.layers``, ``jt.Sequential``, ...) are these same modules
 and classes.
@@ -22,10 +23,11 @@ from .layers import Input, InputLayer, Layer  # noqa: F401
 from .metrics import Metric  # noqa: F401
 from .models import Model, Sequential  # noqa: F401
 from . import activations, backend, callbacks, models, saving, utils  # noqa: F401
+from .variables import name_scope  # noqa: F401
 
 __all__ = ["layers", "optimizers", "losses", "metrics", "initializers", "regularizers",
            "constraints", "activations", "callbacks", "utils", "backend", "Sequential", "Layer",
-           "Metric", "Model", "Input", "InputLayer", "models", "saving"]
+           "Metric", "Model", "Input", "InputLayer", "models", "saving", "name_scope"]
 
 _LATER = {
     "mixed_precision": "jt.keras.mixed_precision",

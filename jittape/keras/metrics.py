@@ -37,6 +37,7 @@ from .. import ops as _ops
 from ..dtypes import as_dtype
 from ..module import Module, _is_non_trainable, _is_trainable, _is_variable
 from .naming import _snake, _unique_name
+from .variables import KerasVariable, name_scope
 from ..tensor import Tensor, Variable, convert_to_tensor
 
 __all__ = [
@@ -205,7 +206,8 @@ class Metric(Module):
     and implement ``update_state(...)`` and ``result()``.
 
     ``metric(...)`` updates, then returns ``result()``. ``variables`` lists the state
-    in creation order (each a non-trainable variable named ``"<metric>/<state>:0"``).
+    in creation order (each a non-trainable variable, ``name`` its state's name and
+    ``path`` ``"<metric>/<state>"``).
     """
 
     def __init__(self, name=None, dtype=None):
@@ -222,7 +224,8 @@ class Metric(Module):
         return self._dtype
 
     def add_variable(self, shape=(), initializer="zeros", dtype=None, name=None):
-        """A non-trainable state variable named ``"<metric>/<name>"``."""
+        """A non-trainable state variable: ``v.name`` is ``name``, ``v.path``
+        ``"<metric>/<name>"``."""
         if "_variables" not in self.__dict__:
             raise RuntimeError(
                 f"{type(self).__name__}: call super().__init__() before add_variable")
@@ -230,7 +233,8 @@ class Metric(Module):
 
         dt = as_dtype(dtype) if dtype is not None else self._dtype
         value = np.asarray(_init.get(initializer)(tuple(shape), dtype=dt), dt._np)
-        v = Variable(value, trainable=False, name=f"{self.name}/{name or 'variable'}")
+        with name_scope(self.name.replace("/", ">"), caller=self):  # as Keras 3 scopes it
+            v = KerasVariable(value, trainable=False, name=name or "variable")
         self._variables.append(v)
         return v
 

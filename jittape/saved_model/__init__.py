@@ -122,7 +122,7 @@ class _Exporter:
     def _var(self, v, label, how) -> str:
         path = self.var_path.get(id(v))
         if path is None:
-            raise self.fail(label, f"it {how} variable {v.name!r}, which is not reachable from "
+            raise self.fail(label, f"it {how} variable {v._label!r}, which is not reachable from "
                             "the object saved: assign the variable (or the object holding it, "
                             "an optimizer say) to an attribute, so that the saved model holds it")
         return path

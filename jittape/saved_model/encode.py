@@ -87,7 +87,7 @@ def arg_leaf_to_json(x):
     if isinstance(x, TensorSpec):
         return spec_to_json(x)
     if isinstance(x, Variable):
-        raise NotSaveable(f"a jt.Variable ({x.name!r}) passed as an argument; a saved function "
+        raise NotSaveable(f"a jt.Variable ({x._label!r}) passed as an argument; a saved function "
                           "takes tensors and Python literals (read the variable inside the "
                           "function, from an attribute of the object saved)")
     return value_to_json(x)

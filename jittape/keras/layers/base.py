@@ -22,6 +22,7 @@ from ...dtypes import as_dtype
 from ...errors import InvalidArgumentError
 from ...module import Module, _is_non_trainable, _is_trainable, _is_variable
 from ..naming import _fmt_shape, _snake, _unique_name
+from ..variables import KerasVariable, current_path, name_scope
 from ...tensor import Tensor, Variable, convert_to_tensor
 from .utils import (
     _CALLS, _as_input_shape, _batchless, _init_arguments, _is_shape, _per_example,
@@ -47,6 +48,16 @@ def _layers_in(value, depth=0) -> list:
         return []
     items = value.values() if isinstance(value, dict) else value
     return [layer for v in items for layer in _layers_in(v, depth + 1)]
+
+
+def _short_name(v, layer_name) -> str:
+    """A weight's name without its scope: a Keras variable's ``name``; a ``jt.Variable``
+    a subclass appended itself, its TF name less the layer's name (jittape's names of
+    old, which checkpoints keep)."""
+    if isinstance(v, KerasVariable):
+        return v.name
+    prefix = layer_name + "/"
+    return v._name[len(prefix):] if v._name.startswith(prefix) else v._name
 
 
 class Layer(Module):
@@ -179,7 +190,8 @@ class Layer(Module):
     # -- weights -------------------------------------------------------------------
     def add_weight(self, *args, shape=None, initializer=None, dtype=None, trainable=None,
                    regularizer=None, constraint=None, name=None):
-        """Create a ``jt.Variable`` named ``"<layer>/<name>"``, track it and return it.
+        """Create a Keras variable, track it and return it: ``v.name`` is ``name``,
+        ``v.path`` the layer's scope and ``name`` (``inner/d1/kernel``), as in Keras 3.
 
         Keras 3's form, ``add_weight(shape=(), initializer=None, dtype=None, trainable=True,
         regularizer=None, constraint=None, name=None)`` (positionally: shape, initializer,
@@ -197,7 +209,7 @@ class Layer(Module):
                 in ``losses``.
             constraint: a name, constraint or callable, kept as ``v.constraint`` (the
                 optimizer applies it after each update).
-            name: ``"variable"``, ``"variable_1"``, ... when not given.
+            name: ``"variable"``, ``"variable_1"``, ... when not given; no ``/`` in it.
 
         Example:
             >>> w = layer.add_weight(shape=(3, 4), initializer="zeros", regularizer="l2",
@@ -224,10 +236,15 @@ class Layer(Module):
         if init is None:
             init = "glorot_uniform" if dt.is_floating else "zeros"
         reg = _regularizers.get(regularizer)
+        if not isinstance(name, str) or "/" in name:
+            raise ValueError(f'layer "{self.name}": add_weight: the name must be a string '
+                             f"without '/' (a weight's path is made of names), got {name!r}")
         value = _init.get(init)(shape, dtype=dt)
-        v = Variable(convert_to_tensor(np.asarray(value), dtype=dt),
-                     trainable=True if given["trainable"] is None else bool(given["trainable"]),
-                     name=f"{self.name}/{name}", constraint=_constraints.get(constraint))
+        with name_scope(self.name, caller=self):  # the layer's own scope (kept in build)
+            v = KerasVariable(
+                convert_to_tensor(np.asarray(value), dtype=dt),
+                trainable=True if given["trainable"] is None else bool(given["trainable"]),
+                name=name, constraint=_constraints.get(constraint))
         if tuple(v.shape) != shape:
             raise ValueError(
                 f'layer "{self.name}": the initializer for {name!r} gave shape '
@@ -257,7 +274,7 @@ class Layer(Module):
         return tuple(int(d) for d in dims)
 
     def _unnamed_weight(self) -> str:
-        taken = {v.name.rsplit("/", 1)[-1].rsplit(":", 1)[0] for v in self._own_weights}
+        taken = {v.name for v in self._own_weights}
         name, i = "variable", 0
         while name in taken:
             i += 1
@@ -417,14 +434,14 @@ class Layer(Module):
             raise ValueError(
                 f'You called set_weights(weights) on layer "{self.name}" with a weight list of '
                 f"length {len(weights)}, but the layer was expecting {len(params)} weights "
-                f"({', '.join(v.name for v in params)})"
+                f"({', '.join(v.path for v in params)})"
             )
         arrays = []
         for i, (v, w) in enumerate(zip(params, weights)):
             a = np.asarray(w)
             if tuple(a.shape) != tuple(v.shape):
                 raise ValueError(
-                    f'set_weights on layer "{self.name}": weight {i} ({v.name}) has shape '
+                    f'set_weights on layer "{self.name}": weight {i} ({v.path}) has shape '
                     f"{_fmt_shape(v.shape)}, but the value given has shape {_fmt_shape(a.shape)}"
                 )
             arrays.append(a)
@@ -513,8 +530,23 @@ class Layer(Module):
         if _kt.is_symbolic(inputs, args, kwargs):  # the functional API: record the call
             return _kt.symbolic_call(self, inputs, args, dict(kwargs, training=training))
         x = self._convert_input(inputs)
-        with self._call_context():
+        with self._call_context(), self._open_name_scope():
             return self._build_and_call(x, args, training, kwargs)
+
+    def _open_name_scope(self):
+        """This layer's Keras scope, for the paths of the weights made in its build and
+        calls. The first time it opens, the layer keeps the path around it (its parent
+        path): the scope stands there from then on, wherever the layer is built or called
+        later (Keras 3's ``_open_name_scope``)."""
+        if self.__dict__.get("_parent_path") is None:
+            self.__dict__["_parent_path"] = current_path()
+        return name_scope(self.name, caller=self)
+
+    @property
+    def path(self):
+        """The layer's scope when it was built (``inner/d1``), as Keras 3's ``Layer.path``:
+        its weights' paths start with it. ``None`` until it is built."""
+        return self.__dict__.get("_path")
 
     def _build_and_call(self, x, args, training, kwargs):
         """Build on the first call (checks the input's shape afterwards), call, and record
@@ -612,11 +644,9 @@ class Layer(Module):
 
     # -- checkpoints and saving ----------------------------------------------------------
     def _checkpoint_own_weights(self) -> list:
-        """``(name, variable)`` of this layer's own weights, each named without the
-        layer's name (``kernel``, not ``dense/kernel``)."""
-        prefix = self.name + "/"
-        return [(v._name[len(prefix):] if v._name.startswith(prefix) else v._name, v)
-                for v in self._own_weights]
+        """``(name, variable)`` of this layer's own weights, each by its short name
+        (``kernel``, not ``dense/kernel``)."""
+        return [(_short_name(v, self.name), v) for v in self._own_weights]
 
     def _checkpoint_children(self) -> list:
         """What a ``jt.train.Checkpoint`` follows below this layer (TF's

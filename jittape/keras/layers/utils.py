@@ -12,6 +12,7 @@ from ... import ops as _ops
 from ... import train as _train
 from ..keras_tensor import _CALLS, _CallState  # noqa: F401 - this thread's layer calls
 from ...tensor import Tensor, convert_to_tensor
+from ..variables import current_path
 
 
 # ---------------------------------------------------------------------------
@@ -69,7 +70,10 @@ def _wrap_build(build):
         depth = self.__dict__.get("_build_depth", 0)
         object.__setattr__(self, "_build_depth", depth + 1)
         try:
-            result = build(self, *args, **kwargs)
+            with self._open_name_scope():  # Keras 3 builds inside the layer's scope
+                if depth == 0:
+                    self.__dict__["_path"] = current_path()
+                result = build(self, *args, **kwargs)
         finally:
             object.__setattr__(self, "_build_depth", depth)
         if depth == 0:  # the outermost build (a subclass's super().build() is inside it)

@@ -31,6 +31,8 @@ class Adam(Optimizer):
         opt = jt.optimizers.Adam(1e-3, amsgrad=True, global_clipnorm=1.0)
     """
 
+    _keras_slot_names = {"m": "momentum", "v": "velocity", "vhat": "velocity_hat"}
+
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, **kwargs):
         super().__init__(learning_rate, **kwargs)
@@ -101,6 +103,8 @@ class Adamax(Optimizer):
         opt = jt.optimizers.Adamax(2e-3)
     """
 
+    _keras_slot_names = {"m": "momentum", "v": "norm"}
+
     _slot_names = ("m", "v")
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
@@ -147,6 +151,8 @@ class Nadam(Optimizer):
 
         opt = jt.optimizers.Nadam(2e-3)
     """
+
+    _keras_slot_names = {"m": "momentum", "v": "velocity"}
 
     _slot_names = ("m", "v")
 

@@ -24,6 +24,8 @@ class RMSprop(Optimizer):
         opt = jt.optimizers.RMSprop(1e-3, momentum=0.9, centered=True)
     """
 
+    _keras_slot_names = {"rms": "velocity", "mg": "average_gradient"}
+
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
                  centered=False, **kwargs):
         super().__init__(learning_rate, **kwargs)
@@ -119,6 +121,8 @@ class Adadelta(Optimizer):
 
         opt = jt.optimizers.Adadelta(1.0, rho=0.95)
     """
+
+    _keras_slot_names = {"accum_grad": "accumulated_grad", "accum_var": "accumulated_delta_var"}
 
     _slot_names = ("accum_grad", "accum_var")
 

@@ -18,6 +18,7 @@ import numpy as np
 from ... import ops as _ops
 from ... import train as _train
 from ...tensor import Tensor, Variable, convert_to_tensor
+from ..variables import KerasVariable, name_scope
 from . import schedules
 from .pairs import checked_pairs
 from .schedules import LearningRateSchedule
@@ -41,9 +42,13 @@ def _f32(x: float) -> float:
     return float(np.float32(x))
 
 
-def _vname(v) -> str:
-    name = v.name
-    return name[:-2] if name.endswith(":0") else name
+def _reference_name(v) -> str:
+    """A model variable as the names of its slots start (Keras 3's
+    ``add_variable_from_reference``): a Keras variable's path with ``_`` for ``/``
+    (``dense_kernel``), a plain ``jt.Variable``'s TF name likewise (``x_0``)."""
+    if isinstance(v, KerasVariable):
+        return v.path.replace("/", "_")
+    return v._label.replace("/", "_").replace(":", "_")
 
 
 def _is_number(x) -> bool:
@@ -98,6 +103,9 @@ class Optimizer:
     """
 
     _slot_names: tuple = ()
+    # the slots' names in Keras 3's variables (``adam/dense_kernel_momentum``) where they
+    # differ from the slots' own names, which stay tf.keras 2's: checkpoints key slots by them
+    _keras_slot_names: dict = {}
     # set by jt.distributed.DistributedOptimizer: (grads, variables) -> reduced grads
     _reduce_gradients = None
     # jt.train.Checkpoint saves the slot variables (``_slots``) under the paths of the
@@ -154,7 +162,7 @@ class Optimizer:
         self._set_learning_rate(learning_rate)
         self._exclude_names: tuple = ()
         self._exclude_ids: set = set()
-        self._iterations = Variable(np.int64(0), trainable=False, name=f"{self.name}/iteration")
+        self._iterations = self._variable(np.int64(0), "iteration")
         self._slots: dict = {}  # var.ref() -> {slot name: Variable}
         self._slot_variables: list = []  # every optimizer variable but iterations and lr
         self._shared: dict = {}  # name -> optimizer variable not tied to one model variable
@@ -193,8 +201,7 @@ class Optimizer:
                 f"learning rate cannot be set to {value}; create it with a float learning_rate "
                 "to change the rate between steps")
         if self._lr is None:
-            self._lr = Variable(np.float32(value), trainable=False,
-                                name=f"{self.name}/learning_rate")
+            self._lr = self._variable(np.float32(value), "learning_rate")
         else:
             self._lr.assign(np.float32(value))
 
@@ -255,8 +262,7 @@ class Optimizer:
         from ...dtypes import as_dtype
 
         np_dtype = as_dtype(dtype)._np
-        v = Variable(np.full(tuple(shape), initializer, np_dtype), trainable=False,
-                     name=f"{self.name}/{name or 'variable'}")
+        v = self._variable(np.full(tuple(shape), initializer, np_dtype), name or "variable")
         self._shared[name or f"variable_{len(self._shared)}"] = v
         self._slot_variables.append(v)
         if _train._PENDING:
@@ -268,13 +274,18 @@ class Optimizer:
         value = np.zeros(variable.shape, variable.dtype._np) if initial_value is None else (
             np.broadcast_to(np.asarray(initial_value, variable.dtype._np), variable.shape)
         )
-        s = Variable(np.array(value), trainable=False,
-                     name=f"{self.name}/{_vname(variable)}/{slot_name}")
+        keras_name = self._keras_slot_names.get(slot_name, slot_name)
+        s = self._variable(np.array(value), f"{_reference_name(variable)}_{keras_name}")
         self._slots.setdefault(variable.ref(), {})[slot_name] = s
         self._slot_variables.append(s)
         if _train._PENDING:  # a checkpoint restored before this slot existed
             _train.restore_deferred()
         return s
+
+    def _variable(self, value, name):
+        """A non-trainable Keras variable in the optimizer's scope (``adam/iteration``)."""
+        with name_scope(self.name, caller=self):
+            return KerasVariable(value, trainable=False, name=name)
 
     def _slot_names_for(self, variable) -> tuple:
         return self._slot_names
@@ -309,11 +320,12 @@ class Optimizer:
     def get_slot(self, var, slot_name):
         """The slot variable ``slot_name`` (e.g. ``"m"``) of ``var``."""
         slots = self._slots.get(var.ref())
+        which = getattr(var, "path", var.name)
         if slots is None:
-            raise KeyError(f"{type(self).__name__} has no slots for variable {var.name!r} yet")
+            raise KeyError(f"{type(self).__name__} has no slots for variable {which!r} yet")
         if slot_name not in slots:
             raise KeyError(
-                f"{type(self).__name__}: no slot {slot_name!r} for {var.name!r}; slots: "
+                f"{type(self).__name__}: no slot {slot_name!r} for {which!r}; slots: "
                 f"{sorted(slots)}"
             )
         return slots[slot_name]

@@ -11,6 +11,12 @@ from ...errors import InvalidArgumentError
 from ...tensor import Tensor, Variable, convert_to_tensor
 
 
+def _path(v) -> str:
+    """How Keras 3's messages name a variable: its path (a plain ``jt.Variable``, which
+    has none, by its TF name)."""
+    return getattr(v, "path", None) or v.name
+
+
 def checked_pairs(optimizer, grads_and_vars):
     """The ``(gradient, variable)`` pairs with a gradient, each gradient a tensor of its
     variable's shape and dtype; one ``UserWarning`` names the variables without one (a
@@ -36,7 +42,7 @@ def checked_pairs(optimizer, grads_and_vars):
             continue
         if not v.dtype.is_floating:
             raise TypeError(
-                f"{cls}.apply_gradients: variable {v.name!r} has dtype "
+                f"{cls}.apply_gradients: variable {_path(v)!r} has dtype "
                 f"{v.dtype.name}; only float variables can be optimized"
             )
         g = g if isinstance(g, Tensor) else convert_to_tensor(
@@ -44,20 +50,20 @@ def checked_pairs(optimizer, grads_and_vars):
         )
         if not g.dtype.is_floating:
             raise TypeError(
-                f"{cls}.apply_gradients: the gradient for {v.name!r} has "
+                f"{cls}.apply_gradients: the gradient for {_path(v)!r} has "
                 f"dtype {g.dtype.name}; gradients must be floats"
             )
         if tuple(g.shape) != tuple(v.shape):
             raise InvalidArgumentError(
                 f"{cls}.apply_gradients: the gradient for variable "
-                f"{v.name!r} has shape {list(g.shape)}, but the variable has shape "
+                f"{_path(v)!r} has shape {list(g.shape)}, but the variable has shape "
                 f"{list(v.shape)}"
             )
         if g.dtype != v.dtype:
             g = _ops.cast(g, v.dtype)  # Keras casts gradients to the variable's dtype
         pairs.append((g, v))
     if missing:
-        names = [v.name for v in missing]
+        names = [_path(v) for v in missing]
         if not pairs:
             raise ValueError(
                 f"No gradients provided for any variable: {names}. Check that the loss "

@@ -515,7 +515,9 @@ def _datasets(h5py, group, where) -> list:
 
 
 def _variable_name(v) -> str:
-    return v.name[:-2] if v.name.endswith(":0") else v.name
+    """A variable as messages name it: a Keras variable's path (``dense/kernel``), a plain
+    ``jt.Variable``'s TF name without the ``:0``."""
+    return getattr(v, "path", None) or v._name
 
 
 def _fmt(shape) -> str:
