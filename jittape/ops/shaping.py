@@ -403,13 +403,21 @@ def _gather_infer(types, axis):
     return Type(p.shape[:a] + i.shape + p.shape[a + 1:], p.dtype)
 
 
+def _first_out_of_range(i, n: int):
+    """The flat position (C order) of the first value of ``i`` not in ``[0, n)``, or
+    None when all are in range."""
+    if i.size and (i.min() < 0 or i.max() >= n):
+        return int(np.flatnonzero((i < 0) | (i >= n))[0])
+    return None
+
+
 def check_indices(op: str, i, n: int) -> None:
     """Raise, with TF's message, when an index of ``i`` is not in ``[0, n)``: the first
     bad one in C order, where it is and its value (``gather: indices[1,0] = 7 is not
     in [0, 3)``). The compiled kernels make the same check with the same message
     (``backends/schedule_ops.py: _index_check``)."""
-    if i.size and (i.min() < 0 or i.max() >= n):
-        flat = int(np.flatnonzero((i < 0) | (i >= n))[0])
+    flat = _first_out_of_range(i, n)
+    if flat is not None:
         where = np.unravel_index(flat, i.shape)
         at = f"[{','.join(str(int(k)) for k in where)}]" if i.ndim else ""
         raise InvalidArgumentError(
@@ -470,8 +478,9 @@ def scatter_add(g, indices, shape, axis=0):
 def check_labels(op: str, i, depth: int) -> None:
     """Raise, with TF's message, when a class id of ``i`` is not in ``[0, depth)`` (the
     first bad one in C order); the compiled one_hot kernel makes the same check."""
-    if i.size and (i.min() < 0 or i.max() >= depth):
-        bad = i.ravel()[np.flatnonzero((i < 0) | (i >= depth))[0]]
+    flat = _first_out_of_range(i, depth)
+    if flat is not None:
+        bad = i.ravel()[flat]
         raise InvalidArgumentError(
             f"{op}: Received a label value of {bad} which is outside the valid range of "
             f"[0, {depth})")
