@@ -202,3 +202,11 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
     if not keepdims:
         mean = S.squeeze(mean, axes)
     return mean, variance
+
+
+# convolution
+from .window import (  # noqa: E402,F401
+    conv1d, conv1d_transpose, conv2d, conv2d_backprop_filter, conv2d_backprop_input,
+    conv2d_transpose, conv3d, conv3d_transpose, conv_transpose, convolution, depthwise_conv2d,
+    separable_conv2d,
+)

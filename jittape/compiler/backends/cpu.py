@@ -76,6 +76,10 @@ _OP_RULES = {
     "det_sign": "op_det_sign",
     "matrix_solve": "op_matrix_solve",
     "cholesky": "op_cholesky",
+    # convolution: a direct loop nest or packed windows and a GEMM (schedule_window.py)
+    "conv": "op_conv",
+    "conv_backprop_input": "op_conv_backprop_input",
+    "conv_backprop_filter": "op_conv_backprop_filter",
 }
 def lowering(op) -> str | None:
     """The name of the ``_Gen`` method that lowers ``op``, or None (interpret only)."""
@@ -190,7 +194,7 @@ class Program(_runtime.Executable):
         self.threads = None  # chosen thread count for the parallel loops
         self.choice = None  # chosen (loop threads, BLAS threads or None), see _run_tuned
         # a program that calls BLAS measures whether its matmuls are faster on one thread
-        self.tunes_blas = (any(d.startswith("matmul") for _, d in kinfo)
+        self.tunes_blas = (any(d.startswith("matmul") or "GEMM" in d for _, d in kinfo)
                            and blas.cpu_count() > 1 and not blas.kernel_threads_fixed())
         self.trials: list = []
         self.calls = 0
