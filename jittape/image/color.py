@@ -261,8 +261,7 @@ def adjust_hue(image, delta, name=None):
     (``tf.image.adjust_hue``: the ``AdjustHue`` kernel, hue from the sorted channels)."""
     (x,) = convert_args((image,))
     if isinstance(delta, numbers.Real) and not -1.0 <= delta <= 1.0:
-        raise InvalidArgumentError(
-            f"adjust_hue: delta must be in the interval [-1, 1], got {delta}")
+        raise ValueError(f"adjust_hue: delta must be in the interval [-1, 1], got {delta}")
     f = _to_float(x)
     r, g, b = _rgb(f, "adjust_hue")
     rg, bg, br = O.less(r, g), O.less(b, g), O.less(b, r)

@@ -419,8 +419,9 @@ class RandomContrast(_RandomLayer):
     ``(lower, upper)`` is Keras' reading of ``factor``: a number ``a`` gives ``(0, a)``
     (so, as in Keras 3.15, the contrast only grows), a pair is taken as it is."""
 
-    def __init__(self, factor, value_range=(0, 255), seed=None, **kwargs):
+    def __init__(self, factor, value_range=(0, 255), seed=None, data_format=None, **kwargs):
         super().__init__(seed=seed, **kwargs)
+        _channels_last(data_format, "RandomContrast")
         self.factor = _factor_pair("RandomContrast", factor, (0, 1))
         self.value_range = value_range
 
@@ -440,8 +441,9 @@ class RandomBrightness(_RandomLayer):
     """``x + u * (high - low)`` per image, ``u`` uniform in ``factor``'s range, clipped
     to ``value_range = (low, high)`` (Keras 3's ``RandomBrightness``)."""
 
-    def __init__(self, factor, value_range=(0, 255), seed=None, **kwargs):
+    def __init__(self, factor, value_range=(0, 255), seed=None, data_format=None, **kwargs):
         super().__init__(seed=seed, **kwargs)
+        _channels_last(data_format, "RandomBrightness")
         self.factor = _factor_pair("RandomBrightness", factor)
         if not isinstance(value_range, (tuple, list)) or len(value_range) != 2:
             raise ValueError("RandomBrightness: the `value_range` argument should be a list of "
