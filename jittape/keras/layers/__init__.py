@@ -48,6 +48,11 @@ from .merging import (
     concatenate, dot, maximum, minimum, multiply, subtract,
 )
 from .reshaping import Identity, Lambda, Reshape
+# image preprocessing
+from .preprocessing import (
+    CenterCrop, RandomBrightness, RandomContrast, RandomCrop, RandomFlip, RandomRotation,
+    RandomTranslation, RandomZoom, Rescaling, Resizing,
+)
 
 __all__ = [
     "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Input",
@@ -55,5 +60,7 @@ __all__ = [
     "Add", "Average", "Concatenate", "Dot", "Identity", "Lambda", "Maximum", "Minimum",
     "Multiply", "Reshape", "Subtract", "add", "average", "concatenate", "dot", "maximum",
     "minimum", "multiply", "subtract",
+    "CenterCrop", "RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip",
+    "RandomRotation", "RandomTranslation", "RandomZoom", "Rescaling", "Resizing",
 ]
 
