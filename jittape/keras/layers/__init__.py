@@ -48,6 +48,16 @@ from .merging import (
     concatenate, dot, maximum, minimum, multiply, subtract,
 )
 from .reshaping import Identity, Lambda, Reshape
+# image-model layers
+from .activations_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
+from .regularization import (
+    ActivityRegularization, AlphaDropout, GaussianDropout, GaussianNoise, SpatialDropout1D,
+    SpatialDropout2D, SpatialDropout3D,
+)
+from .reshaping import (
+    Cropping1D, Cropping2D, Cropping3D, Permute, RepeatVector, UpSampling1D, UpSampling2D,
+    UpSampling3D, ZeroPadding1D, ZeroPadding2D, ZeroPadding3D,
+)
 
 __all__ = [
     "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Input",
@@ -55,5 +65,11 @@ __all__ = [
     "Add", "Average", "Concatenate", "Dot", "Identity", "Lambda", "Maximum", "Minimum",
     "Multiply", "Reshape", "Subtract", "add", "average", "concatenate", "dot", "maximum",
     "minimum", "multiply", "subtract",
+    # image-model layers
+    "ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "ActivityRegularization", "AlphaDropout",
+    "GaussianDropout", "GaussianNoise", "SpatialDropout1D", "SpatialDropout2D",
+    "SpatialDropout3D", "Cropping1D", "Cropping2D", "Cropping3D", "Permute", "RepeatVector",
+    "UpSampling1D", "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D",
+    "ZeroPadding3D",
 ]
 
