@@ -82,10 +82,10 @@ class _SpatialDropout(Dropout):
         return self._rng if self._rng is not None else _random.generator()
 
     def get_config(self):
-        # Keras 3's BaseSpatialDropout writes these four only (no trainable, no noise_shape)
-        config = super().get_config()
-        return {"rate": self.rate, "seed": self.seed, "name": config["name"],
-                "dtype": config["dtype"]}
+        # Keras 3's BaseSpatialDropout writes these four only (no trainable, no noise_shape),
+        # the dtype by its name rather than as a policy record
+        return {"rate": self.rate, "seed": self.seed, "name": self.name,
+                "dtype": self.dtype.name}
 
 
 class SpatialDropout1D(_SpatialDropout):
