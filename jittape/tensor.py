@@ -170,6 +170,13 @@ class _Operators:
             yield self[i]
 
 
+def _array_protocol(value: np.ndarray, dtype, copy) -> np.ndarray:
+    """``__array__(dtype, copy)`` as numpy 2 calls it: ``copy=True`` always copies, ``None``
+    copies only to convert, ``False`` never does (a conversion then raises numpy's
+    ValueError, as a TF EagerTensor's does). The value stays read-only when shared."""
+    return np.array(value, dtype=dtype, copy=copy)
+
+
 class _Ref:
     __slots__ = ("obj",)
 
@@ -283,9 +290,7 @@ class Tensor(_Operators):
         v = self._concrete("np.asarray(tensor)")
         if _state.local.tapes:
             _escaped(self, "numpy (np.asarray or an np.* function)")
-        if copy:
-            v = v.copy()
-        return v if dtype is None else v.astype(dtype, copy=False)
+        return _array_protocol(v, dtype, copy)
 
     def __float__(self):
         v = self._concrete("float()")
@@ -527,9 +532,7 @@ class Variable(_Operators):
         return v.copy() if v.ndim else v[()]
 
     def __array__(self, dtype=None, copy=None):
-        v = self._concrete("np.asarray()")
-        v = v.copy() if copy else v
-        return v if dtype is None else v.astype(dtype, copy=False)
+        return _array_protocol(self._concrete("np.asarray()"), dtype, copy)
 
     def __float__(self):
         return float(self._concrete("float()"))

@@ -135,9 +135,9 @@ def test_flatten_channels_first_orders_the_features_channels_last():
 
 
 def test_unsupported_keras_arguments_are_named():
-    with pytest.raises(NotImplementedError, match=r"BatchNormalization: batch renormalization.*"
-                                                  r"renorm=True"):
-        L.BatchNormalization(renorm=True)
+    with pytest.raises(ValueError, match=r"BatchNormalization: .*invalid keys for "
+                                         r"`renorm_clipping`.*'rmaxx'"):
+        L.BatchNormalization(renorm=True, renorm_clipping={"rmaxx": 2.0})
     with pytest.raises(ValueError, match=r"Dense: quantization_config=.*int8.*not supported"):
         L.Dense(2, quantization_config="int8")
     with pytest.raises(TypeError, match=r"Dense: unexpected keyword argument\(s\) \['lora_rnk'\]"):

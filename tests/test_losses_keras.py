@@ -552,9 +552,9 @@ def test_get_resolves_keras_names():
     with pytest.raises(ValueError, match="Could not interpret loss identifier: 'nope'; known "
                                          "names: BCE, "):
         Ls.get("nope")
-    with pytest.raises(ValueError, match="Could not interpret loss identifier: 'Dice' \\(a "
+    with pytest.raises(ValueError, match="Could not interpret loss identifier: 'CTC' \\(a "
                                          "Keras loss jittape does not have yet\\)"):
-        Ls.get("Dice")
+        Ls.get("CTC")
     with pytest.raises(ValueError, match="Could not interpret loss identifier: 42"):
         Ls.get(42)
     with pytest.raises(ValueError, match="Could not interpret loss identifier: 'Nope'"):

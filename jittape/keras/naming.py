@@ -20,10 +20,11 @@ def _unique_name(prefix: str) -> str:
 
 
 def _snake(name: str) -> str:
-    """A class name as an object name: ``"BatchNormalization"`` -> ``"batch_normalization"``,
-    ``"Conv2D"`` -> ``"conv2_d"``."""
+    """A class name as an object name, as Keras 3's ``to_snake_case``:
+    ``"BatchNormalization"`` -> ``"batch_normalization"``, ``"Conv2D"`` -> ``"conv2d"``
+    (a capital after a digit starts no new word)."""
     s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
 
 
 def _fmt_shape(shape) -> str:

@@ -171,8 +171,10 @@ def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     """log(sum(exp(x))) computed stably (the max is subtracted first)."""
     (x,) = convert_args((input_tensor,))
-    m = E.stop_gradient(reduce_max(x, axis, keepdims=True))
-    # an all -inf row would give inf - inf; TF leaves that to the user too
+    raw = reduce_max(x, axis, keepdims=True)
+    # TF's guard: an infinite max is replaced by 0, so an all -inf row gives -inf (not
+    # inf - inf = nan), as masked logits (where(mask, x, -inf)) need
+    m = E.stop_gradient(E.where(E.is_finite(raw), raw, E.zeros_like(raw)))
     s = E.log(reduce_sum(E.exp(E.subtract(x, m)), axis, keepdims=True))
     r = E.add(s, m)
     if not keepdims:

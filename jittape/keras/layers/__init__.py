@@ -53,6 +53,16 @@ from .preprocessing import (
     CenterCrop, RandomBrightness, RandomContrast, RandomCrop, RandomFlip, RandomRotation,
     RandomTranslation, RandomZoom, Rescaling, Resizing,
 )
+# image-model layers
+from .activations_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
+from .regularization import (
+    ActivityRegularization, AlphaDropout, GaussianDropout, GaussianNoise, SpatialDropout1D,
+    SpatialDropout2D, SpatialDropout3D,
+)
+from .reshaping import (
+    Cropping1D, Cropping2D, Cropping3D, Permute, RepeatVector, UpSampling1D, UpSampling2D,
+    UpSampling3D, ZeroPadding1D, ZeroPadding2D, ZeroPadding3D,
+)
 
 __all__ = [
     "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Input",
@@ -62,5 +72,11 @@ __all__ = [
     "minimum", "multiply", "subtract",
     "CenterCrop", "RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip",
     "RandomRotation", "RandomTranslation", "RandomZoom", "Rescaling", "Resizing",
+    # image-model layers
+    "ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "ActivityRegularization", "AlphaDropout",
+    "GaussianDropout", "GaussianNoise", "SpatialDropout1D", "SpatialDropout2D",
+    "SpatialDropout3D", "Cropping1D", "Cropping2D", "Cropping3D", "Permute", "RepeatVector",
+    "UpSampling1D", "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D",
+    "ZeroPadding3D",
 ]
 

@@ -1,6 +1,8 @@
 """Layers that pass one tensor through a rule of their own: ``Reshape``, ``Identity``,
-``Lambda``, and the layer that records an operator applied to a functional-API
-``KerasTensor`` (``x + y``, ``x[:, 0]``)."""
+``Lambda``, the layer that records an operator applied to a functional-API
+``KerasTensor`` (``x + y``, ``x[:, 0]``), and the image models' reshaping layers
+(``ZeroPadding1D/2D/3D``, ``Cropping1D/2D/3D``, ``UpSampling1D/2D/3D``, ``Permute``,
+``RepeatVector``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import math
 import numbers
 
 from .. import keras_tensor as _kt
+from ... import image as _image
 from ... import ops as _ops
 from ...errors import InvalidArgumentError
 from ..naming import _fmt_shape, _unique_name
@@ -16,6 +19,7 @@ from ..saving.serialization_lib import (deserialize_keras_object, func_dump, fun
                                         in_safe_mode, serialize_keras_object)
 from ...tensor import Tensor
 from .base import Layer
+from .utils import _data_format, _int_tuple, _pairs
 
 
 class Reshape(Layer):
@@ -166,3 +170,333 @@ class _OpLayer(Layer):
 
 
 _kt._OP_LAYER = _OpLayer  # the layer an operator on a KerasTensor calls
+
+
+# ---------------------------------------------------------------------------
+# The image models' reshaping layers: padding, cropping, upsampling, Permute, RepeatVector
+
+
+class _FixedRank(Layer):
+    """A layer whose inputs have one rank, ``_ndim`` (Keras' ``InputSpec(ndim=...)``),
+    checked at every call; ``_spatial`` is the number of spatial axes, which sit after
+    the batch axis, or after the channels with ``data_format="channels_first"``."""
+
+    _ndim = 3
+    data_format = "channels_last"
+
+    def _expect_rank(self, shape):
+        if len(shape) != self._ndim:
+            raise InvalidArgumentError(
+                f'Input 0 of layer "{self.name}" is incompatible with the layer: expected '
+                f"ndim={self._ndim}, found ndim={len(shape)}. Full shape received: "
+                f"{_fmt_shape(shape)}")
+
+    def build(self, input_shape):
+        self._expect_rank(input_shape)
+
+    def _check_input(self, shape):
+        self._expect_rank(shape)
+
+    def _spatial_axes(self) -> tuple:
+        first = 2 if self.data_format == "channels_first" else 1
+        return tuple(range(first, first + self._ndim - 2))
+
+    def call(self, inputs):
+        inputs = inputs if isinstance(inputs, Tensor) else _ops.identity(inputs)
+        return self._apply(inputs)
+
+
+class _ZeroPadding(_FixedRank):
+    """Zeros added before and after each spatial axis: ``padding[i] = (before, after)``."""
+
+    def __init__(self, padding, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        who = type(self).__name__
+        self.data_format = _data_format(who, data_format)
+        n = self._ndim - 2
+        self.padding = (_int_tuple(who, padding, 2, "padding", allow_zero=True) if n == 1
+                        else _pairs(who, padding, n, "padding"))
+
+    def _pads(self):
+        return (self.padding,) if self._ndim == 3 else self.padding
+
+    def _apply(self, inputs):
+        pads = [[0, 0]] * self._ndim
+        for axis, pair in zip(self._spatial_axes(), self._pads()):
+            pads[axis] = list(pair)
+        return _ops.pad(inputs, pads)
+
+    def compute_output_shape(self, input_shape):
+        out = list(input_shape)
+        for axis, (lo, hi) in zip(self._spatial_axes(), self._pads()):
+            if out[axis] is not None:
+                out[axis] += lo + hi
+        return tuple(out)
+
+    def get_config(self):
+        return {**super().get_config(), "padding": self.padding,
+                "data_format": self.data_format}
+
+
+class ZeroPadding1D(_ZeroPadding):
+    """Zeros at the start and end of the steps of ``(batch, steps, features)`` inputs
+    (``padding``: an int, or ``(before, after)``).
+
+    Example:
+        >>> jt.layers.ZeroPadding1D(2)(jt.ones([1, 3, 4])).shape  # (1, 7, 4)
+    """
+
+    _ndim = 3
+
+    def __init__(self, padding=1, data_format=None, **kwargs):
+        super().__init__(padding, data_format, **kwargs)
+
+
+class ZeroPadding2D(_ZeroPadding):
+    """Zero rows and columns around images (``padding``: an int, ``(rows, cols)`` or
+    ``((top, bottom), (left, right))``)."""
+
+    _ndim = 4
+
+    def __init__(self, padding=(1, 1), data_format=None, **kwargs):
+        super().__init__(padding, data_format, **kwargs)
+
+
+class ZeroPadding3D(_ZeroPadding):
+    """Zeros around volumes (``padding``: an int, three ints or three pairs)."""
+
+    _ndim = 5
+
+    def __init__(self, padding=((1, 1), (1, 1), (1, 1)), data_format=None, **kwargs):
+        super().__init__(padding, data_format, **kwargs)
+
+
+class _Cropping(_FixedRank):
+    """``cropping[i] = (before, after)`` entries cut from each spatial axis; an axis must
+    keep at least one entry (Keras' check)."""
+
+    def __init__(self, cropping, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        who = type(self).__name__
+        n = self._ndim - 2
+        if n == 1:
+            self.cropping = _int_tuple(who, cropping, 2, "cropping", allow_zero=True)
+        else:
+            self.data_format = _data_format(who, data_format)
+            self.cropping = _pairs(who, cropping, n, "cropping")
+
+    def _crops(self):
+        return (self.cropping,) if self._ndim == 3 else self.cropping
+
+    def _checked(self, shape):
+        for axis, (lo, hi) in zip(self._spatial_axes(), self._crops()):
+            if isinstance(shape[axis], numbers.Integral) and lo + hi >= shape[axis]:
+                raise InvalidArgumentError(
+                    f'layer "{self.name}" ({type(self).__name__}): the cropping '
+                    f"{self.cropping} must leave at least one entry of each spatial axis, "
+                    f"got inputs of shape {_fmt_shape(shape)}")
+
+    def _apply(self, inputs):
+        self._checked(tuple(inputs.shape))
+        index = [slice(None)] * self._ndim
+        for axis, (lo, hi) in zip(self._spatial_axes(), self._crops()):
+            index[axis] = slice(lo, -hi if hi else None)  # a negative end: any length
+        return inputs[tuple(index)]
+
+    def compute_output_shape(self, input_shape):
+        self._checked(tuple(input_shape))
+        out = list(input_shape)
+        for axis, (lo, hi) in zip(self._spatial_axes(), self._crops()):
+            if out[axis] is not None:
+                out[axis] -= lo + hi
+        return tuple(out)
+
+    def get_config(self):
+        config = {**super().get_config(), "cropping": self.cropping}
+        if self._ndim > 3:  # Keras' Cropping1D has no data_format
+            config["data_format"] = self.data_format
+        return config
+
+
+class Cropping1D(_Cropping):
+    """Cut ``(start, end)`` steps from ``(batch, steps, features)`` inputs.
+
+    Example:
+        >>> jt.layers.Cropping1D((1, 2))(jt.ones([1, 5, 4])).shape  # (1, 2, 4)
+    """
+
+    _ndim = 3
+
+    def __init__(self, cropping=(1, 1), **kwargs):
+        super().__init__(cropping, **kwargs)
+
+
+class Cropping2D(_Cropping):
+    """Cut rows and columns from images (``cropping``: an int, ``(rows, cols)`` or
+    ``((top, bottom), (left, right))``)."""
+
+    _ndim = 4
+
+    def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
+        super().__init__(cropping, data_format, **kwargs)
+
+
+class Cropping3D(_Cropping):
+    """Cut the borders of volumes (``cropping``: an int, three ints or three pairs)."""
+
+    _ndim = 5
+
+    def __init__(self, cropping=((1, 1), (1, 1), (1, 1)), data_format=None, **kwargs):
+        super().__init__(cropping, data_format, **kwargs)
+
+
+class _UpSampling(_FixedRank):
+    """Each entry of the spatial axes repeated ``size[i]`` times (nearest neighbour)."""
+
+    def _sizes(self) -> tuple:
+        return (self.size,) if self._ndim == 3 else self.size
+
+    def _apply(self, inputs):
+        y = inputs
+        for axis, k in zip(self._spatial_axes(), self._sizes()):
+            if k != 1:
+                y = _ops.repeat(y, k, axis=axis)
+        return y
+
+    def compute_output_shape(self, input_shape):
+        out = list(input_shape)
+        for axis, k in zip(self._spatial_axes(), self._sizes()):
+            if out[axis] is not None:
+                out[axis] *= k
+        return tuple(out)
+
+
+class UpSampling1D(_UpSampling):
+    """Each step of ``(batch, steps, features)`` inputs repeated ``size`` times.
+
+    Example:
+        >>> jt.layers.UpSampling1D(3)(jt.ones([1, 2, 4])).shape  # (1, 6, 4)
+    """
+
+    _ndim = 3
+
+    def __init__(self, size=2, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral):
+            raise TypeError(f"UpSampling1D: expected an integer value for `size`, got "
+                            f"{type(size).__name__} {size!r}")
+        if size <= 0:
+            raise ValueError(f"UpSampling1D: argument `size` should be a positive integer. "
+                             f"Received: size={size}")
+        self.size = int(size)
+
+    def get_config(self):
+        return {**super().get_config(), "size": self.size}
+
+
+# Keras 3's other interpolations (``ops.image.resize``'s), which jt.image.resize lacks
+_RESIZE_ONLY_IN_KERAS = ("bicubic", "lanczos3", "lanczos5", "area")
+
+
+class UpSampling2D(_UpSampling):
+    """Images enlarged ``size = (rows, cols)`` times: ``interpolation="nearest"`` repeats
+    each pixel, ``"bilinear"`` interpolates as ``jt.image.resize`` (``tf.image.resize``,
+    half-pixel centers, no antialiasing: Keras' TF backend; the result is float32)."""
+
+    _ndim = 4
+
+    def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
+        super().__init__(**kwargs)
+        self.data_format = _data_format("UpSampling2D", data_format)
+        self.size = _int_tuple("UpSampling2D", size, 2, "size")
+        self.interpolation = str(interpolation).lower()
+        if self.interpolation in _RESIZE_ONLY_IN_KERAS:
+            raise NotImplementedError(
+                f"UpSampling2D: interpolation={interpolation!r} is not implemented in "
+                "jittape (nearest and bilinear are)")
+        if self.interpolation not in ("nearest", "bilinear"):
+            raise ValueError(f"UpSampling2D: unknown interpolation {interpolation!r}; "
+                             "expected 'nearest' or 'bilinear'")
+
+    def _apply(self, inputs):
+        if self.interpolation == "nearest":
+            return super()._apply(inputs)
+        y = inputs
+        if self.data_format == "channels_first":
+            y = _ops.transpose(y, [0, 2, 3, 1])
+        h, w = y.shape[1], y.shape[2]
+        if h is None or w is None:
+            raise InvalidArgumentError(
+                f'layer "{self.name}" (UpSampling2D): bilinear interpolation needs the '
+                f"height and width of the inputs, got shape {_fmt_shape(inputs.shape)}")
+        y = _image.resize(y, (h * self.size[0], w * self.size[1]), method="bilinear")
+        if self.data_format == "channels_first":
+            y = _ops.transpose(y, [0, 3, 1, 2])
+        return y
+
+    def get_config(self):
+        return {**super().get_config(), "size": self.size, "data_format": self.data_format,
+                "interpolation": self.interpolation}
+
+
+class UpSampling3D(_UpSampling):
+    """Volumes enlarged ``size = (d1, d2, d3)`` times by repetition."""
+
+    _ndim = 5
+
+    def __init__(self, size=(2, 2, 2), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        self.data_format = _data_format("UpSampling3D", data_format)
+        self.size = _int_tuple("UpSampling3D", size, 3, "size")
+
+    def get_config(self):
+        return {**super().get_config(), "size": self.size, "data_format": self.data_format}
+
+
+class Permute(_FixedRank):
+    """The axes of each sample permuted: ``dims`` numbers them from 1 (the batch axis
+    stays first). ``Permute((2, 1))`` swaps the two axes of ``(batch, steps, features)``."""
+
+    def __init__(self, dims, **kwargs):
+        super().__init__(**kwargs)
+        self.dims = tuple(dims)
+        if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
+            raise ValueError(
+                "Permute: invalid permutation argument `dims`. The set of indices in `dims` "
+                f"must be consecutive and start from 1. Received dims={dims!r}")
+        self.dims = tuple(int(d) for d in self.dims)
+        self._ndim = len(self.dims) + 1
+
+    def _apply(self, inputs):
+        return _ops.transpose(inputs, (0,) + self.dims)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0],) + tuple(input_shape[d] for d in self.dims)
+
+    def get_config(self):
+        return {**super().get_config(), "dims": self.dims}
+
+
+class RepeatVector(_FixedRank):
+    """``(batch, features)`` inputs repeated ``n`` times: ``(batch, n, features)``."""
+
+    _ndim = 2
+
+    def __init__(self, n, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"RepeatVector: expected an integer value for `n`, got "
+                            f"{type(n).__name__} {n!r}")
+        if n <= 0:
+            raise ValueError(f"RepeatVector: argument `n` should be a positive integer. "
+                             f"Received: n={n}")
+        self.n = int(n)
+
+    def _apply(self, inputs):
+        return _ops.repeat(_ops.expand_dims(inputs, 1), self.n, axis=1)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.n, input_shape[1])
+
+    def get_config(self):
+        return {**super().get_config(), "n": self.n}

@@ -179,3 +179,55 @@ def _promote(x, dtype):
     if isinstance(x, Tensor) and not x.dtype.is_floating:
         return _ops.cast(x, dtype)
     return x
+
+
+# ---------------------------------------------------------------------------
+# Arguments of the image layers
+
+
+def _data_format(who, value) -> str:
+    """``data_format`` as Keras' ``standardize_data_format``: None is ``"channels_last"``
+    (Keras' ``image_data_format()``), the two names in any case."""
+    if value is None:
+        return "channels_last"
+    name = str(value).lower()
+    if name not in ("channels_last", "channels_first"):
+        raise ValueError(
+            f"{who}: invalid value for argument `data_format`: expected 'channels_last' or "
+            f"'channels_first', got data_format={value!r}")
+    return name
+
+
+def _int_tuple(who, value, n, name, allow_zero=False) -> tuple:
+    """Keras' ``standardize_tuple``: an int is repeated ``n`` times, otherwise ``n``
+    ints; each >= 0 (``allow_zero``) or > 0."""
+    msg = f"{who}: the `{name}` argument must be a tuple of {n} integers. Received {name}={value!r}"
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        dims = (int(value),) * n
+    else:
+        try:
+            dims = tuple(value)
+        except TypeError:
+            raise ValueError(msg) from None
+        if len(dims) != n or not all(
+                isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in dims):
+            raise ValueError(msg)
+        dims = tuple(int(d) for d in dims)
+    bad = [d for d in dims if d < 0 or (d == 0 and not allow_zero)]
+    if bad:
+        raise ValueError(f"{msg}, including values {bad} that do not satisfy "
+                         f"`value {'>= 0' if allow_zero else '> 0'}`")
+    return dims
+
+
+def _pairs(who, value, n, name) -> tuple:
+    """The ``padding``/``cropping`` of the 2-D and 3-D layers: an int (the same on every
+    side), ``n`` ints (symmetric per axis) or ``n`` pairs ``(before, after)``."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return (_int_tuple(who, value, 2, name, allow_zero=True),) * n
+    if not hasattr(value, "__len__") or len(value) != n:
+        raise ValueError(f"{who}: `{name}` should be an int, a tuple of {n} ints or a tuple "
+                         f"of {n} tuples of 2 ints. Received: {name}={value!r}")
+    ordinal = ("1st", "2nd", "3rd")
+    return tuple(_int_tuple(who, v, 2, f"{ordinal[i]} entry of {name}", allow_zero=True)
+                 for i, v in enumerate(value))

@@ -30,6 +30,12 @@ Function forms return one value per sample (the last axis is reduced; ``eps = 1e
   ``[eps, 1 - eps]``; from logits: -sum(y log_softmax(z))
 - ``categorical_focal_crossentropy`` = sum(-alpha (1 - p)^gamma y log p), the same ``p``
   (from logits: of ``softmax(z)``); ``alpha`` may be one value per class
+- ``dice`` = 1 - 2 sum(y p) / (sum(y) + sum(p) + eps) and ``tversky`` = 1 - tp / (tp +
+  alpha fp + beta fn + eps), the sums over ``axis`` (None: the whole batch, one value)
+- ``circle``: the circle loss of L2-normalized embeddings with integer labels; samples
+  whose loss is 0 are left out of the mean, as Keras does
+- ``categorical_generalized_cross_entropy`` = (1 - p^q) / q, ``p`` the probability of the
+  integer label
 - ``sparse_categorical_crossentropy``: crossentropy with integer class ids (``p`` is
   clipped, then normalized through its log; from logits: -log_softmax(z)[label]);
   with ``ignore_class``, samples of that label give 0 and are left out of the mean
@@ -71,13 +77,14 @@ from __future__ import annotations
 from .base import EPSILON, REDUCTIONS, Loss
 from .classes import (
     BCE, KLD, MAE, MAPE, MSE, MSLE, BinaryCrossentropy, BinaryFocalCrossentropy,
-    CategoricalCrossentropy, CategoricalFocalCrossentropy, CategoricalHinge, CosineSimilarity,
-    Hinge, Huber, KLDivergence, LogCosh, LossFunctionWrapper, MeanAbsoluteError,
-    MeanAbsolutePercentageError, MeanSquaredError, MeanSquaredLogarithmicError, Poisson,
-    SparseCategoricalCrossentropy, SquaredHinge, bce, deserialize, get, kld,
-    kullback_leibler_divergence, logcosh, mae, mape, mse, msle, serialize,
+    CategoricalCrossentropy, CategoricalFocalCrossentropy, CategoricalGeneralizedCrossEntropy,
+    CategoricalHinge, Circle, CosineSimilarity, Dice, Tversky, Hinge, Huber, KLDivergence, LogCosh,
+    LossFunctionWrapper, MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredError,
+    MeanSquaredLogarithmicError, Poisson, SparseCategoricalCrossentropy, SquaredHinge, bce,
+    deserialize, get, kld, kullback_leibler_divergence, logcosh, mae, mape, mse, msle, serialize,
 )
 from .hinges import categorical_hinge, hinge, squared_hinge
+from .image import categorical_generalized_cross_entropy, circle, dice, tversky
 from .probabilistic import (
     binary_crossentropy, binary_focal_crossentropy, categorical_crossentropy,
     categorical_focal_crossentropy, kl_divergence, poisson, sparse_categorical_crossentropy,
@@ -115,5 +122,6 @@ __all__ = [
     "categorical_focal_crossentropy", "sparse_categorical_crossentropy",
     "mse", "MSE", "mae", "MAE", "mape", "MAPE", "msle", "MSLE", "kld", "KLD", "bce", "BCE",
     "logcosh", "kullback_leibler_divergence", "EPSILON", "REDUCTIONS", "get", "serialize",
-    "deserialize",
+    "deserialize", "Dice", "Tversky", "Circle", "CategoricalGeneralizedCrossEntropy", "dice",
+    "tversky", "circle", "categorical_generalized_cross_entropy",
 ]

@@ -11,6 +11,7 @@ import numpy as np
 from ..saving import serialization as _config
 from .base import Loss, _check_axis, _keras_ranks, _number, _pred, _true_like
 from .hinges import categorical_hinge, hinge, squared_hinge
+from .image import categorical_generalized_cross_entropy, circle, dice, tversky
 from .probabilistic import (
     binary_crossentropy, binary_focal_crossentropy, categorical_crossentropy,
     categorical_focal_crossentropy, kl_divergence, poisson, sparse_categorical_crossentropy,
@@ -39,7 +40,9 @@ class LossFunctionWrapper(Loss):
         self._fn_kwargs = kwargs
 
     def call(self, y_true, y_pred):
-        if self.fn not in _FUNCTIONS.values():  # ours align the ranks themselves
+        # ours align the ranks themselves, but for the image losses, whose functions
+        # broadcast as Keras' do (its wrapper aligns the ranks for them)
+        if self.fn not in _FUNCTIONS.values() or self.fn in _WRAPPER_ALIGNS:
             p = _pred(y_pred)
             y_true, y_pred = _keras_ranks(_true_like(y_true, p), p)
         return self.fn(y_true, y_pred, **self._fn_kwargs)
@@ -259,6 +262,86 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
         self.from_logits, self.ignore_class, self.axis = from_logits, ignore_class, -1
 
 
+def _axis_arg(who, axis):
+    """The ``axis`` of the overlap losses: None, an int or a tuple of ints (kept as
+    given, for the config)."""
+    if axis is None:
+        return None
+    items = [axis] if isinstance(axis, numbers.Integral) else (
+        list(axis) if isinstance(axis, (list, tuple)) else None)
+    if items is None or any(isinstance(a, bool) or not isinstance(a, numbers.Integral)
+                            for a in items):
+        raise ValueError(f"{who}: `axis` must be None, an int or a tuple of ints, got "
+                         f"{axis!r}")
+    return axis
+
+
+class Dice(LossFunctionWrapper):
+    """``dice`` over ``axis`` (None: the whole batch is one value; ``(1, 2, 3)``: one per
+    image), then reduced.
+
+    Example::
+
+        jt.losses.Dice(axis=(1, 2, 3), reduction=None)(masks, probabilities)  # (batch,)
+    """
+
+    def __init__(self, reduction=_DEFAULT, name="dice", axis=None, dtype=None):
+        axis = _axis_arg("Dice", axis)
+        super().__init__(dice, reduction=reduction, name=name, dtype=dtype, axis=axis)
+        self.axis = axis
+
+
+class Tversky(LossFunctionWrapper):
+    """``tversky`` over ``axis``, then reduced: ``alpha`` weighs the false positives,
+    ``beta`` the false negatives (0.5 and 0.5: ``Dice``)."""
+
+    def __init__(self, alpha=0.5, beta=0.5, reduction=_DEFAULT, name="tversky", axis=None,
+                 dtype=None):
+        axis = _axis_arg("Tversky", axis)
+        alpha, beta = _number("Tversky", "alpha", alpha), _number("Tversky", "beta", beta)
+        super().__init__(tversky, reduction=reduction, name=name, dtype=dtype, alpha=alpha,
+                         beta=beta, axis=axis)
+        self.alpha, self.beta, self.axis = alpha, beta, axis
+
+
+class Circle(LossFunctionWrapper):
+    """``circle`` per sample (integer labels, L2-normalized embeddings), then reduced
+    over the samples whose loss is not 0.
+
+    Example::
+
+        model.compile(optimizer="adam", loss=jt.losses.Circle(gamma=80.0, margin=0.4))
+    """
+
+    def __init__(self, gamma=80.0, margin=0.4, remove_diagonal=True, reduction=_DEFAULT,
+                 name="circle", dtype=None):
+        gamma = _number("Circle", "gamma", gamma)
+        margin = _number("Circle", "margin", margin)
+        remove_diagonal = bool(remove_diagonal)
+        super().__init__(circle, reduction=reduction, name=name, dtype=dtype, gamma=gamma,
+                         margin=margin, remove_diagonal=remove_diagonal)
+        self.gamma, self.margin, self.remove_diagonal = gamma, margin, remove_diagonal
+
+
+class CategoricalGeneralizedCrossEntropy(LossFunctionWrapper):
+    """``categorical_generalized_cross_entropy`` per sample (integer labels,
+    probabilities), then reduced; ``q`` in (0, 1)."""
+
+    def __init__(self, q=0.5, reduction=_DEFAULT, name="categorical_generalized_cross_entropy",
+                 dtype=None):
+        if _is_number(q) and not 0 < q < 1:
+            raise ValueError(f"CategoricalGeneralizedCrossEntropy: q must be in the interval "
+                             f"(0, 1), got q={q!r}")
+        q = _number("CategoricalGeneralizedCrossEntropy", "q", q)
+        super().__init__(categorical_generalized_cross_entropy, reduction=reduction, name=name,
+                         dtype=dtype, q=q)
+        self.q = q
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
 # Keras' aliases (and Keras 2's legacy names)
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
@@ -276,20 +359,24 @@ _CLASSES = {c.__name__: c for c in (
     MeanSquaredError, MeanAbsoluteError, MeanAbsolutePercentageError,
     MeanSquaredLogarithmicError, CosineSimilarity, Huber, LogCosh, Hinge, SquaredHinge,
     CategoricalHinge, KLDivergence, Poisson, BinaryCrossentropy, BinaryFocalCrossentropy,
-    CategoricalCrossentropy, CategoricalFocalCrossentropy, SparseCategoricalCrossentropy)}
+    CategoricalCrossentropy, CategoricalFocalCrossentropy, SparseCategoricalCrossentropy,
+    Dice, Tversky, Circle, CategoricalGeneralizedCrossEntropy)}
 _FUNCTIONS = {f.__name__: f for f in (
     mean_squared_error, mean_absolute_error, mean_absolute_percentage_error,
     mean_squared_logarithmic_error, cosine_similarity, huber, log_cosh, hinge,
     squared_hinge, categorical_hinge, kl_divergence, poisson, binary_crossentropy,
     binary_focal_crossentropy, categorical_crossentropy, categorical_focal_crossentropy,
-    sparse_categorical_crossentropy)}
+    sparse_categorical_crossentropy, dice, tversky, circle,
+    categorical_generalized_cross_entropy)}
+# the functions whose wrapper aligns the ranks of y_true and y_pred first, as Keras' does
+_WRAPPER_ALIGNS = (dice, tversky, circle, categorical_generalized_cross_entropy)
 _ALIASES = {
     "mse": mse, "MSE": mse, "mae": mae, "MAE": mae, "mape": mape, "MAPE": mape,
     "msle": msle, "MSLE": msle, "kld": kld, "KLD": kld, "bce": bce, "BCE": bce,
     "logcosh": log_cosh, "kullback_leibler_divergence": kl_divergence,
 }
 # Keras 3 losses jittape has not got (yet): a clear error instead of "unknown"
-_KERAS_ONLY = ("CTC", "Dice", "Tversky", "Circle", "ctc", "dice", "tversky", "circle")
+_KERAS_ONLY = ("CTC", "ctc")
 _MODULE = "keras.losses"  # the module Keras' serialized form names
 _NAMES_TO_FUNCTIONS = {**_FUNCTIONS, **_ALIASES}
 
