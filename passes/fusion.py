@@ -122,7 +122,7 @@ def body_phases(n: Node) -> dict:
         if b.op.effect or not b.op.pure:
             raise GraphError(f"{name} has side effects and cannot be fused")
         reads = {phase.get(i, "in") for i in b.inputs}
-        if b.op.kind == "matmul":
+        if b.op.kind == "matmul" or b.op.epilogue:
             if kind != "matmul" or seen_mm:
                 raise GraphError(f"{name} inside a {kind} kernel")
             seen_mm = True
@@ -180,7 +180,7 @@ def _category(n: Node, types: dict) -> str:
     if op.kind == "reduction" and op.monoid and _static(n.types[0]):
         # over size-1 axes only it reduces nothing (simplify makes it a reshape)
         return "red" if types[n.inputs[0]].size != n.types[0].size else "other"
-    if op.kind == "matmul":
+    if op.kind == "matmul" or op.epilogue:  # a GEMM or a convolution, then its epilogue
         return "mm"
     return "other"
 
@@ -573,7 +573,7 @@ class _Fuser:
             return body_nodes  # only views left (the rest was recomputed elsewhere)
         # what is left may no longer hold the group's reduction or matmul
         kind, space = grp.kind, grp.space
-        kinds = {n.op.kind for n in body_nodes}
+        kinds = {"matmul" if n.op.epilogue else n.op.kind for n in body_nodes}
         if (kind == "matmul" and "matmul" not in kinds) or (
             kind == "reduction" and "reduction" not in kinds
         ):

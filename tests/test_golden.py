@@ -152,6 +152,35 @@ def check_numerics():
     return traced(value_and_grad(loss), x)
 
 
+def conv_gemm():
+    """relu(conv2d(x, w) + b), SAME, stride 2, and the gradients of x, w and b: the
+    packed-GEMM formulation (3x3 taps of 8 channels), the epilogue fused into the conv."""
+    rng = np.random.default_rng(0)
+    w = jt.Variable(rng.standard_normal((3, 3, 8, 4)).astype(np.float32))
+    b = jt.Variable(np.zeros(4, np.float32))
+
+    def step(x):
+        with jt.GradientTape() as tape:
+            tape.watch(x)
+            loss = jt.reduce_sum(jt.nn.relu(jt.nn.conv2d(x, w, 2, "SAME") + b))
+        return loss, tape.gradient(loss, [x, w, b])
+
+    return traced(step, rng.standard_normal((2, 7, 6, 8)).astype(np.float32))
+
+
+def conv_direct():
+    """A depthwise 3x3 convolution and its filter gradient: the direct loop nest."""
+    rng = np.random.default_rng(0)
+    w = jt.Variable(rng.standard_normal((3, 3, 4, 1)).astype(np.float32))
+
+    def step(x):
+        with jt.GradientTape() as tape:
+            loss = jt.reduce_sum(jt.square(jt.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "VALID")))
+        return loss, tape.gradient(loss, w)
+
+    return traced(step, rng.standard_normal((2, 6, 5, 4)).astype(np.float32))
+
+
 def batch_matmul():
     """[4,8,16] @ [4,16,8] and the gradients of both operands (batched, transposed)."""
     rng = np.random.default_rng(0)
@@ -177,6 +206,8 @@ CASES = {
     "strided_slice": strided_slice,
     "check_numerics": check_numerics,
     "batch_matmul": batch_matmul,
+    "conv_gemm": conv_gemm,
+    "conv_direct": conv_direct,
 }
 
 

@@ -207,6 +207,9 @@ class OpDef:
     # why no compiling backend runs the op (they hand a graph holding it to
     # ``interpret``, with one warning); None: every backend has a lowering for it
     interpret_only: str | None = None
+    # an op with a kernel of its own whose elementwise consumers may run in that kernel,
+    # over its output, as a matmul's do (the convolutions): fusion groups it as a matmul
+    epilogue: bool = False
 
     def __post_init__(self):
         if self.kind not in KINDS:

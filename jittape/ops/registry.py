@@ -39,6 +39,7 @@ def defop(
     inplace=None,
     interpret_only=None,
     int_divisor=False,
+    epilogue=False,
     **unknown,
 ) -> OpDef:
     """Declare an op. ``vjp`` is required: a rule, or ``NO_GRADIENT`` by choice.
@@ -87,6 +88,7 @@ def defop(
         literal=literal,
         inplace=inplace,
         interpret_only=interpret_only,
+        epilogue=epilogue,
         int_divisor=bool(int_divisor),
     )
     for check in LOWERING_CHECKS:  # every loaded backend has a rule for it, or says why not

@@ -211,11 +211,12 @@ def _bf_vjp(g, out, x, dy, filter_shape, **a):
 
 
 conv_op = defop(
-    "conv", inputs=2, kind="window", forward=_conv_fwd, infer=_conv_infer, vjp=_conv_vjp,
+    "conv", inputs=2, kind="window", epilogue=True, forward=_conv_fwd, infer=_conv_infer,
+    vjp=_conv_vjp,
     doc="N-d convolution, channels last (TF's Conv2D/Conv3D; conv1d with one spatial axis).",
 )
 conv_backprop_input_op = defop(
-    "conv_backprop_input", inputs=2, kind="window", forward=_bi_fwd, infer=_bi_infer,
+    "conv_backprop_input", inputs=2, kind="window", epilogue=True, forward=_bi_fwd, infer=_bi_infer,
     vjp=_bi_vjp,
     doc="The gradient of conv with respect to its input (TF's Conv2DBackpropInput, and "
         "the transposed convolution).",

@@ -35,7 +35,7 @@ from .kernel_names import (  # noqa: F401 - fmt_key, input_params: also schedule
 )
 from .schedule_fused import PARALLEL_MIN, FusedKernels  # noqa: F401 - PARALLEL_MIN: also schedule's
 from .schedule_ops import OpKernels
-from .schedule_window import WindowKernels
+from .schedule_window import INDEXED_ONLY, WindowKernels
 
 
 class _Operand:
@@ -338,13 +338,18 @@ class Scheduler(FusedKernels, OpKernels, WindowKernels):
         btypes = body.types()
         args = []  # (param, entry expression)
         env_in = {}  # body input / const leaf id -> (param, shape)
-        mm_inputs = set()
+        mm_inputs, hero_inputs = set(), set()
         if kind == "matmul":
             for b in body.nodes:
                 if b.op.kind == "matmul":
                     mm_inputs.update(b.inputs)
+                elif b.op.epilogue:  # a window op reshapes some operands: contiguous ones
+                    free = INDEXED_ONLY.get(b.op.name, ())
+                    hero_inputs.update(i for j, i in enumerate(b.inputs) if j not in free)
         for j, (bv, v) in enumerate(zip(body.inputs, n.inputs)):
-            if bv in mm_inputs and v in self.base:
+            if bv in hero_inputs:
+                op = _Operand(self.contiguous(v), self.val[v].shape, True)
+            elif bv in mm_inputs and v in self.base:
                 # a GEMM needs the broadcast materialised (index arithmetic is for loops)
                 op = _Operand(f"np.ascontiguousarray({self.val[v].var})", self.val[v].shape,
                               True)
@@ -382,6 +387,7 @@ class Scheduler(FusedKernels, OpKernels, WindowKernels):
         # transcendental helpers cost several arithmetic ops each
         heavy = sum(1 for b in body.nodes if b.op.cost == "transcendental")
         work = _prod(space) * (1 + 4 * heavy)
+        self.hero_desc = None  # a window op's description (matmul_body sets it)
         with self.kernel_scope():
             if kind == "loop":
                 stmts, threaded = self.loop_body(body, phases, env_in, outs, space, work)
@@ -389,6 +395,12 @@ class Scheduler(FusedKernels, OpKernels, WindowKernels):
                 stmts, threaded = self.reduction_body(body, phases, env_in, outs, a, work)
             else:
                 stmts, threaded = self.matmul_body(body, phases, env_in, outs, space, work)
+            hero = self.hero_desc
+            if hero is not None:
+                rest = ", ".join(b.op.name for b in body.nodes
+                                 if b.op.literal is None and not b.op.epilogue)
+                self.kernel(lambda ts: f"{hero(ts)}, then {rest}", args, stmts, threaded)
+                return
             if flat is None:
                 axes = f" reducing axes {list(a['axes'])}" if kind == "reduction" else ""
                 self.kernel(lambda ts: f"{kind} over {ts(space, dt)}{axes}: {ops}",

@@ -255,13 +255,14 @@ class FusedKernels:
         return _nest(v[:r - 1], ext[:r - 1], row, False)
 
     def matmul_body(self, body, phases, env_in, outs, space, work):
-        mm = body.nodes[[b.op.kind for b in body.nodes].index("matmul")]
+        mm = next(b for b in body.nodes if b.op.kind == "matmul" or b.op.epilogue)
+        if mm.op.epilogue:  # a convolution, then its epilogue
+            return self._hero_body(mm, body, phases, env_in, outs, space, work)
         if self.lowering(mm.op) != "op_matmul" or mm.attrs:
             # a GEMM computes exactly matmul: any other op of kind matmul (or one with
             # attributes) would silently compute the wrong product
             raise Unsupported(mm.op.name, mm.op.interpret_only
                               or "an op of kind matmul this backend has no GEMM rule for")
-        lead = [b for b in body.nodes if phases[b.outputs[0]] == "leaf"]
         epi = [b for b in body.nodes if phases[b.outputs[0]] == "epi"]
         stmts = []
         prod_of = {b.outputs[0]: b for b in body.nodes}
@@ -280,18 +281,7 @@ class FusedKernels:
             stmts.append(Full(f"mm{j}", _dims(t.shape), env0[i]))
             operands.append((f"mm{j}", t.shape))
         (pa, sa), (pb, sb) = operands
-        mo = mm.outputs[0]
-        out_of = {bo: p for bo, p, _ in outs}
-        target = out_of.get(mo)
-        if target is None:
-            # write the product into the first output (same shape), then the epilogue
-            # runs in place over it, element by element
-            cands = [p for bo, p, s in outs if tuple(s) == tuple(space)]
-            if cands and mm.types[0].dtype == body.types()[outs[0][0]].dtype:
-                target = cands[0]
-            else:
-                target = "prod"
-                stmts.append(Alloc("prod", _dims(space), mm.types[0].dtype))
+        target = self._product_target(mm, body, outs, space, stmts)
         batch = space[:-2]
         if mm.types[0].dtype not in _GEMM_DTYPES:
             stmts += self._product_loops(pa, sa, pb, sb, target, space, mm.types[0].dtype)
@@ -307,9 +297,46 @@ class FusedKernels:
 
             stmts += _nest(bvars, _dims(batch),
                            [Gemm(sub(pa, sa), sub(pb, sb), sub(target, space))], False)
-        threaded = False
+        return stmts + self._epilogue_loop(mm, body, phases, env_in, outs, space, target), \
+            bool(epi or any(bo != mm.outputs[0] for bo, _, _ in outs)) and work >= PARALLEL_MIN
+
+    def _product_target(self, mm, body, outs, space, stmts) -> str:
+        """Where the product (a GEMM's, a convolution's) goes: its own output, else the
+        first output of its shape (the epilogue then runs in place over it, element by
+        element), else an array of the kernel's own."""
+        target = {bo: p for bo, p, _ in outs}.get(mm.outputs[0])
+        if target is None:
+            cands = [p for bo, p, s in outs if tuple(s) == tuple(space)]
+            if cands and mm.types[0].dtype == body.types()[outs[0][0]].dtype:
+                target = cands[0]
+            else:
+                target = "prod"
+                stmts.append(Alloc("prod", _dims(space), mm.types[0].dtype))
+        return target
+
+    def _hero_body(self, hero, body, phases, env_in, outs, space, work):
+        """A window op (``schedule_window``) into the product's target, then the
+        epilogue over it as a matmul's."""
+        ins = []
+        for i in hero.inputs:
+            if i not in env_in:
+                raise Unsupported(hero.op.name, "an operand computed inside its kernel")
+            ins.append(env_in[i][0])
+        stmts = []
+        target = self._product_target(hero, body, outs, space, stmts)
+        hero_stmts, threaded, desc = self.window_hero(hero, body.types(), ins, target)
+        self.hero_desc = desc
+        epi = self._epilogue_loop(hero, body, phases, env_in, outs, space, target)
+        return stmts + hero_stmts + epi, threaded or (bool(epi) and work >= PARALLEL_MIN)
+
+    def _epilogue_loop(self, mm, body, phases, env_in, outs, space, target) -> list:
+        """The epilogue's loop over the product in ``target``, storing every output
+        (none when the product is the only one and nothing follows it)."""
+        lead = [b for b in body.nodes if phases[b.outputs[0]] == "leaf"]
+        epi = [b for b in body.nodes if phases[b.outputs[0]] == "epi"]
+        mo = mm.outputs[0]
+        stmts = []
         if epi or any(bo != mo for bo, _, _ in outs):
-            threaded = work >= PARALLEL_MIN
             vars_ = [f"i{d}" for d in range(len(space))]
             extents = _dims(space)
             env = {mo: self.kname("m", mo)}
@@ -325,4 +352,4 @@ class FusedKernels:
                     continue
                 loop.append(Store(p, _index(s, vars_), env[bo]))
             stmts += _nest(vars_, extents, loop, True)
-        return stmts, threaded
+        return stmts

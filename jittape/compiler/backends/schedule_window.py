@@ -40,7 +40,11 @@ PATCH_ELEMS = 1 << 22
 
 
 class _Geo:
-    """One window op's geometry: ``x[N, *S, C]``, ``w[*K, Cg, F]``, ``y[N, *O, F]``."""
+    """One window op's geometry: ``x[N, *S, C]``, ``w[*K, Cg, F]``, ``y[N, *O, F]``.
+
+    Index names in the kernels: ``op{j}`` an output position, ``kq{j}`` a tap of the
+    window, ``ix{j}`` the input position it reads (apart from the ``i{d}`` of a fused
+    epilogue's loop)."""
 
     def __init__(self, attrs, xshape, wshape, yshape):
         self.strides = tuple(int(s) for s in attrs["strides"])
@@ -61,8 +65,7 @@ class _Geo:
         return "gemm" if gemm else "direct"
 
     def describe(self, ts, what, dt, ins) -> str:
-        k = "x".join(str(s) for s in self.ksize)
-        parts = [f"{what} {k}"]
+        parts = [f"{what} " + "x".join(str(k) for k in self.ksize)]
         if any(s != 1 for s in self.strides):
             parts.append("stride " + "x".join(str(s) for s in self.strides))
         if any(d != 1 for d in self.dil):
@@ -74,251 +77,270 @@ class _Geo:
         how = "packed GEMM" if self.formulation() == "gemm" else "direct"
         return " ".join(parts) + " of " + " by ".join(ts(s, dt) for s in ins) + f" ({how})"
 
-    # -- index expressions (the kernel's names: o0.., k0.., i0..) ---------------------
+    # -- index expressions ------------------------------------------------------
     def in_index(self):
-        """Per spatial axis: the input position window tap ``k`` of output ``o`` reads."""
+        """Per spatial axis: the input position tap ``kq`` of output ``op`` reads."""
         out = []
         for j in range(self.ns):
-            e = f"o{j}" if self.strides[j] == 1 else f"o{j} * {self.strides[j]}"
-            tap = f"k{j}" if self.dil[j] == 1 else f"k{j} * {self.dil[j]}"
-            e = f"{e} + {tap}"
+            e = f"op{j}" if self.strides[j] == 1 else f"op{j} * {self.strides[j]}"
+            tap = f"kq{j}" if self.dil[j] == 1 else f"kq{j} * {self.dil[j]}"
             lo = self.pads[j][0]
-            out.append(f"{e} - {lo}" if lo else e)
+            out.append(f"{e} + {tap} - {lo}" if lo else f"{e} + {tap}")
         return out
 
     def guard(self):
-        """Whether every ``i{j}`` lies inside the input (None: it always does)."""
+        """Whether every ``ix{j}`` lies inside the input (None: it always does)."""
         terms = []
         for j in range(self.ns):
             lo, hi = self.pads[j]
             if lo:
-                terms.append(f"i{j} >= 0")
+                terms.append(f"ix{j} >= 0")
             if hi:  # without high padding the last window ends inside the input
-                terms.append(f"i{j} < {_d(self.xshape[1 + j])}")
+                terms.append(f"ix{j} < {_d(self.xshape[1 + j])}")
         return " and ".join(terms) if terms else None
 
     def tap_col(self):
-        """The column of tap ``(k0, k1, ..)``'s first channel in a packed row."""
-        e = "k0"
+        """The column of tap ``(kq0, kq1, ..)``'s first channel in a packed row."""
+        e = "kq0"
         for j in range(1, self.ns):
-            e = f"({e}) * {self.ksize[j]} + k{j}" if j > 1 else f"{e} * {self.ksize[j]} + k{j}"
+            e = f"({e}) * {self.ksize[j]} + kq{j}" if j > 1 else f"{e} * {self.ksize[j]} + kq{j}"
         return e if self.C == 1 else f"({e}) * {_d(self.C)}"
 
     def row(self, img):
-        """The packed row of output position ``(o0, ..)`` of image ``img``."""
+        """The packed row of output position ``(op0, ..)`` of tile image ``img``."""
         e = img
         for j in range(self.ns):
-            e = f"({e}) * {_d(self.yshape[1 + j])} + o{j}"
+            e = f"({e}) * {_d(self.yshape[1 + j])} + op{j}"
         return e
+
+    def work(self):
+        return _prod(self.yshape[:1]) * self.P * self.K * self.Cg * self.F
+
+    def tile(self):
+        """Images per tile of the packed buffer (a literal: the kernel's text does not
+        depend on the batch size)."""
+        return max(1, PATCH_ELEMS // max(1, self.P * self.K * self.C))
 
 
 def _at(prefix, ns) -> tuple:
-    """``("i0", "i1", ..)``: one index name per spatial axis."""
+    """``("ix0", "ix1", ..)``: one index name per spatial axis."""
     return tuple(f"{prefix}{j}" for j in range(ns))
 
 
-def _taps_nest(geo, inner, guard=True):
-    """Loops over the window's taps; each computes ``i{j}`` and, where the tap can fall
+def _out_nest(geo, inner):
+    return _nest(list(_at("op", geo.ns)), [_d(s) for s in geo.yshape[1:-1]], inner, False)
+
+
+def _taps_nest(geo, inner):
+    """Loops over the window's taps; each computes ``ix{j}`` and, where the tap can fall
     in the padding, runs ``inner`` only inside the input."""
     idx = geo.in_index()
     body = list(inner)
-    g = geo.guard() if guard else None
+    g = geo.guard()
     if g is not None:
         body = [If(g, tuple(body))]
-    body = [Let(f"i{j}", idx[j]) for j in range(geo.ns)] + body
-    return _nest([f"k{j}" for j in range(geo.ns)], [str(k) for k in geo.ksize], body, False)
+    body = [Let(f"ix{j}", idx[j]) for j in range(geo.ns)] + body
+    return _nest(list(_at("kq", geo.ns)), [str(k) for k in geo.ksize], body, False)
 
 
-class WindowKernels:
-    """``op_conv``, ``op_conv_backprop_input``, ``op_conv_backprop_filter``."""
+def _tiles(geo, N, before, per_image, after):
+    """``for t in tiles: before; for ii in the tile (parallel): per_image; after``."""
+    T = geo.tile()
+    return [
+        Loop("t", f"({N} + {T - 1}) // {T}" if T > 1 else N, (
+            Let("n0", f"t * {T}" if T > 1 else "t"),
+            Let("nt", f"min({T}, {N} - n0)" if T > 1 else "1"),
+            *before,
+            Loop("ii", "nt", (Let("nn", "n0 + ii"), *per_image), True),
+            *after,
+        )),
+    ]
 
-    def _geo(self, n, xshape, wshape, yshape) -> _Geo:
-        return _Geo(dict(n.attrs), xshape, wshape, yshape)
 
-    def _tile(self, geo):
-        """Images per tile of the packed buffer (a literal: the kernel's text does not
-        depend on the batch size)."""
-        return max(1, PATCH_ELEMS // max(1, geo.P * geo.K * geo.C))
+def _pack(geo, xa):
+    """Write image ``nn``'s windows into the rows of tile image ``ii`` of ``pat``, zeros
+    where a tap is in the padding."""
+    C = _d(geo.C)
+    read = f"{xa}[nn, {', '.join(_at('ix', geo.ns))}, c]"
+    inside = (Loop("c", C, (Store("pat", ("r", "col + c"), read),)),)
+    g = geo.guard()
+    idx = geo.in_index()
+    body = [Let("col", geo.tap_col())] + [Let(f"ix{j}", idx[j]) for j in range(geo.ns)]
+    if g is None:
+        body += list(inside)
+    else:
+        body += [If(g, inside),
+                 If(f"not ({g})", (Loop("c", C, (Store("pat", ("r", "col + c"), "0"),)),))]
+    taps = _nest(list(_at("kq", geo.ns)), [str(k) for k in geo.ksize], body, False)
+    return _out_nest(geo, [Let("r", geo.row("ii")), *taps])
 
-    def _packed_rows(self, geo, T, N, per_tile_before, per_image, per_tile_after):
-        """``for t in tiles: before; for i in tile (parallel): per_image; after``."""
+
+# ---------------------------------------------------------------------------
+# The three ops' statements, over arrays named by the caller
+
+
+def conv_stmts(geo, xa, wa, ya, dt) -> list:
+    """``ya = conv(xa, wa)``."""
+    N, ns = _d(geo.xshape[0]), geo.ns
+    if geo.formulation() == "gemm":
+        T = geo.tile()
+        P, KC, F = _dprod(geo.yshape[1:-1]), _dprod((*geo.ksize, geo.C)), _d(geo.F)
         return [
-            Loop("t", f"({N} + {T - 1}) // {T}" if T > 1 else N, (
-                Let("n0", f"t * {T}" if T > 1 else "t"),
-                Let("nt", f"min({T}, {N} - n0)" if T > 1 else "1"),
-                *per_tile_before,
-                Loop("ii", "nt", (Let("nn", "n0 + ii"), *per_image), True),
-                *per_tile_after,
-            )),
+            View("w2", wa, "reshape", (KC, F)),
+            View("y2", ya, "reshape", (f"{N} * {P}", F)),
+            Alloc("pat", (f"min({T}, {N}) * {P}", KC), dt),
+            *_tiles(geo, N, (), _pack(geo, xa), (
+                Gemm(f"pat[:nt * {P}]", "w2", f"y2[n0 * {P}:(n0 + nt) * {P}]"),)),
         ]
+    G, Cg, Fg = geo.groups, _d(geo.Cg), _d(geo.Fg)
+    xi = f"{xa}[nn, {', '.join(_at('ix', ns))}"
+    yi = f"{ya}[nn, {', '.join(_at('op', ns))}"
+    wi = f"{wa}[{', '.join(_at('kq', ns))}"
+    if G == 1:
+        inner = [Loop("c", Cg, (
+            Load("xv", xa, ("nn", *_at("ix", ns), "c")),
+            Loop("f", _d(geo.F), (Update(f"{yi}, f]", "+", f"xv * {wi}, c, f]"),)),
+        ))]
+    elif geo.Cg == 1:  # depthwise: the channels innermost
+        inner = [Loop("m", Fg, (Loop("g", str(G), (Update(
+            f"{yi}, g * {Fg} + m]", "+", f"{xi}, g] * {wi}, 0, g * {Fg} + m]"),)),))]
+    else:
+        inner = [Loop("g", str(G), (Loop("c", Cg, (
+            Load("xv", xa, ("nn", *_at("ix", ns), f"g * {Cg} + c")),
+            Loop("f", Fg, (Update(f"{yi}, g * {Fg} + f]", "+",
+                                  f"xv * {wi}, c, g * {Fg} + f]"),)),)),))]
+    zero = Loop("f", _d(geo.F), (Store(ya, ("nn", *_at("op", ns), "f"), "0"),))
+    return [Loop("nn", N, tuple(_out_nest(geo, [zero, *_taps_nest(geo, inner)])), True)]
 
-    def _pack(self, geo, xv):
-        """Statements that write image ``nn``'s windows into ``pat`` (rows of tile
-        image ``ii``), zeros where a tap is in the padding."""
-        C = _d(geo.C)
-        cols = [Let("col", geo.tap_col())]
-        inside = (Loop("c", C, (Store("pat", ("r", "col + c"), f"{xv}[nn, "
-                                      + ", ".join(f"i{j}" for j in range(geo.ns)) + ", c]"),)),)
-        g = geo.guard()
-        idx = geo.in_index()
-        body = cols + [Let(f"i{j}", idx[j]) for j in range(geo.ns)]
-        if g is None:
-            body += list(inside)
-        else:
-            body += [If(g, inside),
-                     If(f"not ({g})", (Loop("c", C, (Store("pat", ("r", "col + c"), "0"),)),))]
-        taps = _nest([f"k{j}" for j in range(geo.ns)], [str(k) for k in geo.ksize], body, False)
-        return _nest([f"o{j}" for j in range(geo.ns)], [_d(s) for s in geo.yshape[1:-1]],
-                     [Let("r", geo.row("ii")), *taps], False)
 
-    def _work(self, geo):
-        return _prod(geo.yshape[:1]) * geo.P * geo.K * geo.Cg * geo.F
+def backprop_input_stmts(geo, dya, wa, dxa, dt) -> list:
+    """``dxa = conv_backprop_input(dya, wa)``: ``geo`` is the forward convolution's."""
+    N, ns = _d(geo.xshape[0]), geo.ns
+    dxi = ("nn", *_at("ix", ns))
+    if geo.formulation() == "gemm":
+        T = geo.tile()
+        P, KC, F, C = (_dprod(geo.yshape[1:-1]), _dprod((*geo.ksize, geo.C)), _d(geo.F),
+                       _d(geo.C))
+        scatter = [Let("col", geo.tap_col()),
+                   Loop("c", C, (Update(f"{dxa}[{', '.join(dxi)}, c]", "+",
+                                        "cols[r, col + c]"),))]
+        per_image = _out_nest(geo, [Let("r", geo.row("ii")), *_taps_nest(geo, scatter)])
+        return [
+            Fill(dxa, "0"),
+            View("w2", wa, "reshape", (KC, F)),
+            View("dy2", dya, "reshape", (f"{N} * {P}", F)),
+            Alloc("cols", (f"min({T}, {N}) * {P}", KC), dt),
+            *_tiles(geo, N, (
+                Gemm(f"dy2[n0 * {P}:(n0 + nt) * {P}]", "w2.T", f"cols[:nt * {P}]"),),
+                per_image, ()),
+        ]
+    G, Cg, Fg = geo.groups, _d(geo.Cg), _d(geo.Fg)
+    wi = f"{wa}[{', '.join(_at('kq', ns))}"
+    dyi = f"{dya}[nn, {', '.join(_at('op', ns))}"
+    inner = [Loop("g", str(G), (Loop("c", Cg, (
+        Let("acc", literal(0, dt)),
+        Loop("f", Fg, (Update("acc", "+", f"{dyi}, g * {Fg} + f] * {wi}, c, g * {Fg} + f]"),)),
+        Update(f"{dxa}[{', '.join(dxi)}, g * {Cg} + c]", "+", "acc"),
+    )),))]
+    return [Fill(dxa, "0"), Loop("nn", N, tuple(_out_nest(geo, _taps_nest(geo, inner))), True)]
 
-    # -- conv ------------------------------------------------------------------
-    def op_conv(self, n):
-        (x, w), o = n.inputs, n.outputs[0]
-        xs, ws, dt = self.types[x].shape, self.types[w].shape, self.types[x].dtype
-        ys = n.types[0].shape
-        geo = self._geo(n, xs, ws, ys)
-        d = self.dest(o)
-        args = [("a0", self.contiguous(x)), ("a1", self.contiguous(w)), ("r0", d)]
-        work = self._work(geo)
-        N = _d(xs[0])
-        if geo.formulation() == "gemm":
-            T = self._tile(geo)
-            P, KC, F = _dprod(ys[1:-1]), _dprod((*geo.ksize, geo.C)), _d(geo.F)
-            body = [
-                View("w2", "a1", "reshape", (KC, F)),
-                View("y2", "r0", "reshape", (f"{N} * {P}", F)),
-                Alloc("pat", (f"min({T}, {N}) * {P}", KC), dt),
-                *self._packed_rows(geo, T, N, (), self._pack(geo, "a0"), (
-                    Gemm(f"pat[:nt * {P}]", "w2", f"y2[n0 * {P}:(n0 + nt) * {P}]"),)),
-            ]
-        else:
-            body = [Loop("nn", N, tuple(self._direct_fwd(geo)), True)]
-        self.kernel(lambda ts: geo.describe(ts, "conv", dt, (xs, ws)), args, body,
-                    work >= PARALLEL_MIN)
 
-    def _direct_fwd(self, geo):
-        """Image ``nn``: ``y[nn, o, f] = sum over taps inside and channels``."""
-        ns, G, Cg, Fg = geo.ns, geo.groups, _d(geo.Cg), _d(geo.Fg)
-        xi = "a0[nn, " + ", ".join(f"i{j}" for j in range(ns))
-        yi = "r0[nn, " + ", ".join(f"o{j}" for j in range(ns))
-        wi = "a1[" + ", ".join(f"k{j}" for j in range(ns))
-        if G == 1:
-            F = _d(geo.F)
-            inner = [Loop("c", Cg, (
-                Load("xv", "a0", ("nn", *_at("i", ns), "c")),
-                Loop("f", F, (Update(f"{yi}, f]", "+", f"xv * {wi}, c, f]"),)),
-            ))]
-        elif geo.Cg == 1:  # depthwise: the channels innermost
-            inner = [Loop("m", Fg, (Loop("g", str(G), (Update(
-                f"{yi}, g * {Fg} + m]", "+",
-                f"{xi}, g] * {wi}, 0, g * {Fg} + m]"),)),))]
-        else:
-            inner = [Loop("g", str(G), (Loop("c", Cg, (
-                Load("xv", "a0", ("nn", *_at("i", ns), f"g * {Cg} + c")),
-                Loop("f", Fg, (Update(f"{yi}, g * {Fg} + f]", "+",
-                                      f"xv * {wi}, c, g * {Fg} + f]"),)),)),))]
-        zero = Loop("f", _d(geo.F), (Store("r0", ("nn", *_at("o", ns), "f"), "0"),))
-        return _nest([f"o{j}" for j in range(ns)], [_d(s) for s in geo.yshape[1:-1]],
-                     [zero, *_taps_nest(geo, inner)], False)
-
-    # -- the input gradient ---------------------------------------------------------
-    def op_conv_backprop_input(self, n):
-        (dy, w), o = n.inputs, n.outputs[0]
-        ys, ws, dt = self.types[dy].shape, self.types[w].shape, self.types[dy].dtype
-        xs = n.types[0].shape
-        geo = self._geo(n, xs, ws, ys)
-        d = self.dest(o)
-        args = [("a0", self.contiguous(dy)), ("a1", self.contiguous(w)), ("r0", d)]
-        work = self._work(geo)
-        N = _d(xs[0])
-        ns = geo.ns
-        dxi = ("nn", *_at("i", ns))
-        if geo.formulation() == "gemm":
-            T = self._tile(geo)
-            P, KC, F, C = _dprod(ys[1:-1]), _dprod((*geo.ksize, geo.C)), _d(geo.F), _d(geo.C)
-            scatter = [Let("col", geo.tap_col()),
-                       Loop("c", C, (Update(f"r0[{', '.join(dxi)}, c]", "+",
-                                            "cols[r, col + c]"),))]
-            per_image = _nest([f"o{j}" for j in range(ns)], [_d(s) for s in ys[1:-1]],
-                              [Let("r", geo.row("ii")), *_taps_nest(geo, scatter)], False)
-            body = [
-                Fill("r0", "0"),
-                View("w2", "a1", "reshape", (KC, F)),
-                View("dy2", "a0", "reshape", (f"{N} * {P}", F)),
-                Alloc("cols", (f"min({T}, {N}) * {P}", KC), dt),
-                *self._packed_rows(geo, T, N, (
-                    Gemm(f"dy2[n0 * {P}:(n0 + nt) * {P}]", "w2.T", f"cols[:nt * {P}]"),),
-                    per_image, ()),
-            ]
-        else:
-            G, Cg, Fg = geo.groups, _d(geo.Cg), _d(geo.Fg)
-            wi = "a1[" + ", ".join(f"k{j}" for j in range(ns))
-            dyi = "a0[nn, " + ", ".join(f"o{j}" for j in range(ns))
-            inner = [Loop("g", str(G), (Loop("c", Cg, (
-                Let("acc", literal(0, dt)),
-                Loop("f", Fg, (Update("acc", "+",
-                                      f"{dyi}, g * {Fg} + f] * {wi}, c, g * {Fg} + f]"),)),
-                Update(f"r0[{', '.join(dxi)}, g * {Cg} + c]", "+", "acc"),
-            )),))]
-            per_image = _nest([f"o{j}" for j in range(ns)], [_d(s) for s in ys[1:-1]],
-                              _taps_nest(geo, inner), False)
-            body = [Fill("r0", "0"), Loop("nn", N, tuple(per_image), True)]
-        self.kernel(lambda ts: geo.describe(ts, "conv_backprop_input", dt, (ys, ws)), args,
-                    body, work >= PARALLEL_MIN)
-
-    # -- the filter gradient ----------------------------------------------------------
-    def op_conv_backprop_filter(self, n):
-        (x, dy), o = n.inputs, n.outputs[0]
-        xs, ys, dt = self.types[x].shape, self.types[dy].shape, self.types[x].dtype
-        ws = n.types[0].shape
-        geo = self._geo(n, xs, ws, ys)
-        d = self.dest(o)
-        args = [("a0", self.contiguous(x)), ("a1", self.contiguous(dy)), ("r0", d)]
-        work = self._work(geo)
-        N = _d(xs[0])
-        ns = geo.ns
-        if geo.formulation() == "gemm":
-            T = self._tile(geo)
-            P, KC, F = _dprod(ys[1:-1]), _dprod((*geo.ksize, geo.C)), _d(geo.F)
-            rows = f"dy2[n0 * {P}:(n0 + nt) * {P}]"
-            body = [
-                View("dw2", "r0", "reshape", (KC, F)),
-                View("dy2", "a1", "reshape", (f"{N} * {P}", F)),
-                Alloc("pat", (f"min({T}, {N}) * {P}", KC), dt),
-                If(f"{N} == 0", (Fill("r0", "0"),)),
-            ]
-            body.append(Alloc("part", (KC, F), dt))  # the second tile's on
-            body += self._packed_rows(geo, T, N, (), self._pack(geo, "a0"), (
+def backprop_filter_stmts(geo, xa, dya, dwa, dt) -> list:
+    """``dwa = conv_backprop_filter(xa, dya)``."""
+    N, ns = _d(geo.xshape[0]), geo.ns
+    if geo.formulation() == "gemm":
+        T = geo.tile()
+        P, KC, F = _dprod(geo.yshape[1:-1]), _dprod((*geo.ksize, geo.C)), _d(geo.F)
+        rows = f"dy2[n0 * {P}:(n0 + nt) * {P}]"
+        return [
+            View("dw2", dwa, "reshape", (KC, F)),
+            View("dy2", dya, "reshape", (f"{N} * {P}", F)),
+            Alloc("pat", (f"min({T}, {N}) * {P}", KC), dt),
+            Alloc("part", (KC, F), dt),  # the product of each tile after the first
+            If(f"{N} == 0", (Fill(dwa, "0"),)),
+            *_tiles(geo, N, (), _pack(geo, xa), (
                 If("t == 0", (Gemm(f"pat[:nt * {P}].T", rows, "dw2"),)),
                 If("t > 0", (Gemm(f"pat[:nt * {P}].T", rows, "part"),
                              Loop("p", KC, (Loop("f", F, (
                                  Update("dw2[p, f]", "+", "part[p, f]"),)),)))),
-            ))
-        else:
-            G, Cg, Fg = geo.groups, _d(geo.Cg), _d(geo.Fg)
-            dyi = "a1[nn, " + ", ".join(f"o{j}" for j in range(ns))
-            dwi = "r0[" + ", ".join(f"k{j}" for j in range(ns))
-            idx = geo.in_index()
-            g = geo.guard()
-            if G == 1:
-                inner = (Loop("c", Cg, (
-                    Load("xv", "a0", ("nn", *_at("i", ns), "c")),
-                    Loop("f", _d(geo.F), (Update(f"{dwi}, c, f]", "+", f"xv * {dyi}, f]"),)),
-                )),)
-            else:
-                inner = (Loop("gg", str(G), (Loop("c", Cg, (
-                    Load("xv", "a0", ("nn", *_at("i", ns), f"gg * {Cg} + c")),
-                    Loop("f", Fg, (Update(f"{dwi}, c, gg * {Fg} + f]", "+",
-                                          f"xv * {dyi}, gg * {Fg} + f]"),)),)),)),)
-            at = [Let(f"i{j}", idx[j]) for j in range(ns)]
-            at += [If(g, inner)] if g is not None else list(inner)
-            per_tap = _nest(["nn", *(f"o{j}" for j in range(ns))],
-                            [N, *(_d(s) for s in ys[1:-1])], at, False)
-            taps = _nest([f"k{j}" for j in range(ns)], [str(k) for k in geo.ksize], per_tap,
-                         True)
-            body = [Fill("r0", "0"), *taps]
-        self.kernel(lambda ts: geo.describe(ts, "conv_backprop_filter", dt, (xs, ys)), args,
-                    body, work >= PARALLEL_MIN)
+            )),
+        ]
+    G, Cg, Fg = geo.groups, _d(geo.Cg), _d(geo.Fg)
+    dyi = f"{dya}[nn, {', '.join(_at('op', ns))}"
+    dwi = f"{dwa}[{', '.join(_at('kq', ns))}"
+    idx = geo.in_index()
+    g = geo.guard()
+    if G == 1:
+        inner = (Loop("c", Cg, (
+            Load("xv", xa, ("nn", *_at("ix", ns), "c")),
+            Loop("f", _d(geo.F), (Update(f"{dwi}, c, f]", "+", f"xv * {dyi}, f]"),)),
+        )),)
+    else:
+        inner = (Loop("gg", str(G), (Loop("c", Cg, (
+            Load("xv", xa, ("nn", *_at("ix", ns), f"gg * {Cg} + c")),
+            Loop("f", Fg, (Update(f"{dwi}, c, gg * {Fg} + f]", "+",
+                                  f"xv * {dyi}, gg * {Fg} + f]"),)),)),)),)
+    at = [Let(f"ix{j}", idx[j]) for j in range(ns)]
+    at += [If(g, inner)] if g is not None else list(inner)
+    per_tap = _nest(["nn", *_at("op", ns)], [N, *(_d(s) for s in geo.yshape[1:-1])], at, False)
+    # parallel over the first filter axis: no two of its iterations write one element
+    return [Fill(dwa, "0"),
+            *_nest(list(_at("kq", ns)), [str(k) for k in geo.ksize], per_tap, True)]
+
+
+# ---------------------------------------------------------------------------
+# The scheduler's rules
+
+
+def geometry(n, types) -> tuple:
+    """``(geo, statements(ins, out, dt), description(ts, dt))`` of window node ``n``:
+    ``ins`` the names of its two inputs, ``out`` of its output."""
+    a = dict(n.attrs)
+    i0, i1 = (types[v].shape for v in n.inputs)
+    out = n.types[0].shape
+    name = n.op.name
+    if name == "conv":
+        geo = _Geo(a, i0, i1, out)
+        return geo, (lambda ins, o, dt: conv_stmts(geo, *ins, o, dt)), \
+            (lambda ts, dt: geo.describe(ts, "conv", dt, (i0, i1)))
+    if name == "conv_backprop_input":
+        geo = _Geo(a, out, i1, i0)
+        return geo, (lambda ins, o, dt: backprop_input_stmts(geo, *ins, o, dt)), \
+            (lambda ts, dt: geo.describe(ts, name, dt, (i0, i1)))
+    if name == "conv_backprop_filter":
+        geo = _Geo(a, i0, out, i1)
+        return geo, (lambda ins, o, dt: backprop_filter_stmts(geo, *ins, o, dt)), \
+            (lambda ts, dt: geo.describe(ts, name, dt, (i0, i1)))
+    raise ValueError(f"no window kernel for {name}")
+
+
+# the operands each op only indexes (any strides: an NCHW input's transposed view is
+# read where it lies); the others are reshaped, so they are made contiguous first (a
+# copy in the entry, whose np.ascontiguousarray of a 4-d view costs seconds of compile)
+INDEXED_ONLY = {"conv": (0,), "conv_backprop_filter": (0,), "conv_backprop_input": ()}
+
+
+class WindowKernels:
+    """``op_conv``, ``op_conv_backprop_input``, ``op_conv_backprop_filter``: each a
+    kernel of its own (``window_hero`` writes one inside a fused kernel, before the
+    epilogue that fusion gave it)."""
+
+    def _window(self, n):
+        o = n.outputs[0]
+        dt = n.types[0].dtype
+        geo, stmts, desc = geometry(n, self.types)
+        free = INDEXED_ONLY[n.op.name]
+        args = [(f"a{j}", self.val[v].var if j in free else self.contiguous(v))
+                for j, v in enumerate(n.inputs)] + [("r0", self.dest(o))]
+        self.kernel(lambda ts: desc(ts, dt), args, stmts(("a0", "a1"), "r0", dt),
+                    geo.work() >= PARALLEL_MIN)
+
+    op_conv = op_conv_backprop_input = op_conv_backprop_filter = _window
+
+    def window_hero(self, hero, types, ins, out):
+        """The statements of window node ``hero`` (``types``: its body's) reading ``ins``
+        into ``out`` (names of the fused kernel), whether it is worth threads, and its
+        description."""
+        geo, stmts, desc = geometry(hero, types)
+        dt = hero.types[0].dtype
+        return stmts(ins, out, dt), geo.work() >= PARALLEL_MIN, (lambda ts: desc(ts, dt))
