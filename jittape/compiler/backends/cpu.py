@@ -76,6 +76,10 @@ _OP_RULES = {
     "det_sign": "op_det_sign",
     "matrix_solve": "op_matrix_solve",
     "cholesky": "op_cholesky",
+    # pooling: direct loop nests, channels innermost (schedule_pool.py)
+    "max_pool": "op_max_pool", "max_pool_grad": "op_max_pool_grad",
+    "max_pool_grad_grad": "op_max_pool_grad_grad", "avg_pool": "op_avg_pool",
+    "avg_pool_grad": "op_avg_pool_grad",
 }
 def lowering(op) -> str | None:
     """The name of the ``_Gen`` method that lowers ``op``, or None (interpret only)."""
