@@ -6,7 +6,7 @@ plain ints: per spatial axis a window size (``ksize``), a stride, a dilation and
 of explicit pads (low, high), computed by the public functions from TF's arguments
 (``window_geometry.py``). Channels-first data formats are transposes around them.
 
-TF's rules, pinned by ``tests/test_pooling_semantics.py`` (values from TF 2.21):
+TF's rules, pinned by ``tests/test_pooling.py`` (values from TF 2.21):
 
 - max: the padding never wins, NaN is skipped (a window of NaNs, or of -inf, gives the
   dtype's lowest finite value: TF's reduction starts there);
