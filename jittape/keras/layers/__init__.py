@@ -48,6 +48,14 @@ from .merging import (
     concatenate, dot, maximum, minimum, multiply, subtract,
 )
 from .reshaping import Identity, Lambda, Reshape
+# pooling
+from .pooling import (
+    AveragePooling1D, AveragePooling2D, AveragePooling3D, AvgPool1D, AvgPool2D, AvgPool3D,
+    GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAveragePooling3D, GlobalAvgPool1D,
+    GlobalAvgPool2D, GlobalAvgPool3D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPool3D,
+    GlobalMaxPooling1D, GlobalMaxPooling2D, GlobalMaxPooling3D, MaxPool1D, MaxPool2D, MaxPool3D,
+    MaxPooling1D, MaxPooling2D, MaxPooling3D,
+)
 
 __all__ = [
     "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Input",
@@ -55,5 +63,11 @@ __all__ = [
     "Add", "Average", "Concatenate", "Dot", "Identity", "Lambda", "Maximum", "Minimum",
     "Multiply", "Reshape", "Subtract", "add", "average", "concatenate", "dot", "maximum",
     "minimum", "multiply", "subtract",
+    # pooling
+    "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D", "AveragePooling2D",
+    "AveragePooling3D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
+    "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D", "MaxPool1D",
+    "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "GlobalMaxPool1D",
+    "GlobalMaxPool2D", "GlobalMaxPool3D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D",
 ]
 
