@@ -31,6 +31,7 @@ def test_channels_first_equals_channels_last_transposed(cls, rank):
         np.transpose(x, perm)).numpy()
     np.testing.assert_allclose(first, np.transpose(last, perm), rtol=1e-6)
     layer = cls(2, data_format="channels_first")
+    assert cls(2).pool_size == (2,) * rank
     assert layer.compute_output_shape((None, 3, *([5] * rank))) == (None, 3, *([2] * rank))
 
 
@@ -56,6 +57,13 @@ def test_configs_are_keras():
     layer = L.deserialize(L.serialize(L.AvgPool2D((3, 1), strides=(1, 2), padding="same")))
     assert type(layer) is L.AveragePooling2D
     assert (layer.pool_size, layer.strides, layer.padding) == ((3, 1), (1, 2), "same")
+
+
+def test_average_pooling_needs_a_pool_size_max_pooling_has_a_default():
+    # Keras 3: AveragePooling2D(pool_size, ...), MaxPooling2D(pool_size=(2, 2), ...)
+    with pytest.raises(TypeError):
+        L.AveragePooling2D()
+    assert L.MaxPooling3D().pool_size == (2, 2, 2)
 
 
 def test_aliases_are_the_same_classes():

@@ -16,6 +16,10 @@ TF's rules, pinned by ``tests/test_pooling.py`` (values from TF 2.21):
 - average: the mean of the window's positions inside the input (SAME's padding is not
   counted).
 
+These are TF's 1-d and 2-d max pooling rules, and jittape keeps them in 3-d, where TF's
+MaxPool3D differs (a NaN wins its window, and its gradient goes to every tied maximum,
+so that tied windows pass on more than their gradient).
+
 The three max ops close under differentiation: ``max_pool -> max_pool_grad(x, g)``,
 ``max_pool_grad(x, dy) -> (None, max_pool_grad_grad(x, g))`` (dx is linear in dy and
 locally constant in x), ``max_pool_grad_grad(x, g) -> (None, max_pool_grad(x, gg))``

@@ -102,14 +102,25 @@ class _Pooling(Layer):
                 "strides": self.strides, "data_format": self.data_format}
 
 
-def _pooling(name, rank, kind, default):
-    def __init__(self, pool_size=default, strides=None, padding="valid", data_format=None,
-                 name=None, **kwargs):
-        _Pooling.__init__(self, pool_size, strides, padding, data_format, name, **kwargs)
+_REQUIRED = object()
+
+
+def _pooling(name, rank, kind, default=_REQUIRED):
+    """A pooling class; ``default``: its ``pool_size`` default (Keras 3's average pooling
+    layers have none)."""
+    if default is _REQUIRED:
+        def __init__(self, pool_size, strides=None, padding="valid", data_format=None,
+                     name=None, **kwargs):
+            _Pooling.__init__(self, pool_size, strides, padding, data_format, name, **kwargs)
+    else:
+        def __init__(self, pool_size=default, strides=None, padding="valid", data_format=None,
+                     name=None, **kwargs):
+            _Pooling.__init__(self, pool_size, strides, padding, data_format, name, **kwargs)
 
     what = "maximum" if kind == "MAX" else "average"
     doc = (f"The {what} of each window over {rank} spatial axis{'es' if rank > 1 else ''}, "
-           f"as Keras 3's ``{name}`` (default ``pool_size={default}``).")
+           f"as Keras 3's ``{name}``"
+           + (f" (default ``pool_size={default}``)." if default is not _REQUIRED else "."))
     return type(name, (_Pooling,), {"__init__": __init__, "__doc__": doc, "_rank": rank,
                                     "_type": kind, "__module__": __name__})
 
@@ -117,9 +128,9 @@ def _pooling(name, rank, kind, default):
 MaxPooling1D = _pooling("MaxPooling1D", 1, "MAX", 2)
 MaxPooling2D = _pooling("MaxPooling2D", 2, "MAX", (2, 2))
 MaxPooling3D = _pooling("MaxPooling3D", 3, "MAX", (2, 2, 2))
-AveragePooling1D = _pooling("AveragePooling1D", 1, "AVG", 2)
-AveragePooling2D = _pooling("AveragePooling2D", 2, "AVG", (2, 2))
-AveragePooling3D = _pooling("AveragePooling3D", 3, "AVG", (2, 2, 2))
+AveragePooling1D = _pooling("AveragePooling1D", 1, "AVG")
+AveragePooling2D = _pooling("AveragePooling2D", 2, "AVG")
+AveragePooling3D = _pooling("AveragePooling3D", 3, "AVG")
 
 
 class _GlobalPooling(Layer):
