@@ -11,6 +11,11 @@ from . import reduction as R
 from . import random_ops
 from . import shaping as S
 from .registry import same_shape
+# pooling
+from .pooling import (  # noqa: F401
+    avg_pool, avg_pool1d, avg_pool2d, avg_pool3d, max_pool, max_pool1d, max_pool2d, max_pool3d,
+    pool,
+)
 
 relu = E.relu
 sigmoid = E.sigmoid

@@ -855,7 +855,7 @@ case("unstack", "axis1", lambda x: jt.unstack(x, axis=1), lambda x: [x[:, 0], x[
 
 
 # the catalogue's other case modules append their cases to CASES when imported here
-from . import cases_conv, cases_creation, cases_math  # noqa: E402,F401
+from . import cases_conv, cases_creation, cases_math, cases_pool  # noqa: E402,F401
 
 
 def cases_by_op() -> dict:

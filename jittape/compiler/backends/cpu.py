@@ -80,6 +80,10 @@ _OP_RULES = {
     "conv": "op_conv",
     "conv_backprop_input": "op_conv_backprop_input",
     "conv_backprop_filter": "op_conv_backprop_filter",
+    # pooling: direct loop nests, channels innermost (schedule_pool.py)
+    "max_pool": "op_max_pool", "max_pool_grad": "op_max_pool_grad",
+    "max_pool_grad_grad": "op_max_pool_grad_grad", "avg_pool": "op_avg_pool",
+    "avg_pool_grad": "op_avg_pool_grad",
 }
 def lowering(op) -> str | None:
     """The name of the ``_Gen`` method that lowers ``op``, or None (interpret only)."""

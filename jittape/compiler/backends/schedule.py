@@ -36,6 +36,7 @@ from .kernel_names import (  # noqa: F401 - fmt_key, input_params: also schedule
 from .schedule_fused import PARALLEL_MIN, FusedKernels  # noqa: F401 - PARALLEL_MIN: also schedule's
 from .schedule_ops import OpKernels
 from .schedule_window import INDEXED_ONLY, WindowKernels
+from .schedule_pool import PoolKernels
 
 
 class _Operand:
@@ -55,7 +56,7 @@ def _wrap(n: Node, kind: str, types: dict, **attrs) -> Node:
                 n.types, n.loc)
 
 
-class Scheduler(FusedKernels, OpKernels, WindowKernels):
+class Scheduler(FusedKernels, OpKernels, WindowKernels, PoolKernels):
     """Builds the kernel IR module for one graph. ``lowering(op)`` is the backend's
     table: the name of the rule here that lowers ``op``, or None (no lowering)."""
 
