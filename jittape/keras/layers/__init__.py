@@ -63,6 +63,13 @@ from .reshaping import (
     Cropping1D, Cropping2D, Cropping3D, Permute, RepeatVector, UpSampling1D, UpSampling2D,
     UpSampling3D, ZeroPadding1D, ZeroPadding2D, ZeroPadding3D,
 )
+# convolution
+from .convolutional import (
+    Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose, Convolution1D,
+    Convolution1DTranspose, Convolution2D, Convolution2DTranspose, Convolution3D,
+    Convolution3DTranspose, DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D, SeparableConv2D,
+    SeparableConvolution1D, SeparableConvolution2D,
+)
 
 __all__ = [
     "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Input",
@@ -78,5 +85,10 @@ __all__ = [
     "SpatialDropout3D", "Cropping1D", "Cropping2D", "Cropping3D", "Permute", "RepeatVector",
     "UpSampling1D", "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D",
     "ZeroPadding3D",
+    # convolution
+    "Conv1D", "Conv1DTranspose", "Conv2D", "Conv2DTranspose", "Conv3D", "Conv3DTranspose",
+    "Convolution1D", "Convolution1DTranspose", "Convolution2D", "Convolution2DTranspose",
+    "Convolution3D", "Convolution3DTranspose", "DepthwiseConv1D", "DepthwiseConv2D",
+    "SeparableConv1D", "SeparableConv2D", "SeparableConvolution1D", "SeparableConvolution2D",
 ]
 
