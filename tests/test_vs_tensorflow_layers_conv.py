@@ -200,3 +200,25 @@ def test_batch_normalization_after_a_convolution_against_keras(tmp_path):
         close(ours(x, training=True), back(want), f"axis {axis}")
         for a, b in zip(ours.weights, theirs.weights):
             close(a, b.numpy(), f"axis {axis}: {a.name}")
+
+
+def test_keras_archives_go_both_ways(tmp_path):
+    """A ``.keras`` file of a convolutional model written here loads into Keras, and one
+    Keras writes loads here: same predictions."""
+    x = IMG[..., :3]
+
+    def layers(m):
+        return [m.Input((7, 6, 3)), m.layers.Conv2D(4, 3, padding="same", activation="relu"),
+                m.layers.DepthwiseConv2D(2, depth_multiplier=2, bias_initializer="ones"),
+                m.layers.SeparableConv2D(3, 2, strides=2),
+                m.layers.Conv2DTranspose(2, 3, strides=2, output_padding=1),
+                m.layers.Conv2D(2, 1, groups=2, data_format="channels_last"),
+                m.layers.Flatten()]
+
+    ours = jt.Sequential(layers(jt.keras))
+    ours.save(str(tmp_path / "ours.keras"))
+    close(keras.models.load_model(str(tmp_path / "ours.keras"))(x).numpy(), ours(x), "ours")
+    theirs = keras.Sequential(layers(keras))
+    theirs.save(str(tmp_path / "theirs.keras"))
+    close(jt.keras.models.load_model(str(tmp_path / "theirs.keras"))(x), theirs(x).numpy(),
+          "theirs")
