@@ -70,6 +70,13 @@ from .pooling import (
     GlobalMaxPooling1D, GlobalMaxPooling2D, GlobalMaxPooling3D, MaxPool1D, MaxPool2D, MaxPool3D,
     MaxPooling1D, MaxPooling2D, MaxPooling3D,
 )
+# convolution
+from .convolutional import (
+    Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose, Convolution1D,
+    Convolution1DTranspose, Convolution2D, Convolution2DTranspose, Convolution3D,
+    Convolution3DTranspose, DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D, SeparableConv2D,
+    SeparableConvolution1D, SeparableConvolution2D,
+)
 
 __all__ = [
     "Layer", "Dense", "Dropout", "BatchNormalization", "Flatten", "Activation", "Input",
@@ -91,5 +98,10 @@ __all__ = [
     "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D", "MaxPool1D",
     "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "GlobalMaxPool1D",
     "GlobalMaxPool2D", "GlobalMaxPool3D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D",
+    # convolution
+    "Conv1D", "Conv1DTranspose", "Conv2D", "Conv2DTranspose", "Conv3D", "Conv3DTranspose",
+    "Convolution1D", "Convolution1DTranspose", "Convolution2D", "Convolution2DTranspose",
+    "Convolution3D", "Convolution3DTranspose", "DepthwiseConv1D", "DepthwiseConv2D",
+    "SeparableConv1D", "SeparableConv2D", "SeparableConvolution1D", "SeparableConvolution2D",
 ]
 
