@@ -62,6 +62,7 @@ from .regularization import (
 from .reshaping import (
     Cropping1D, Cropping2D, Cropping3D, Permute, RepeatVector, UpSampling1D, UpSampling2D,
     UpSampling3D, ZeroPadding1D, ZeroPadding2D, ZeroPadding3D,
+)
 # pooling
 from .pooling import (
     AveragePooling1D, AveragePooling2D, AveragePooling3D, AvgPool1D, AvgPool2D, AvgPool3D,
