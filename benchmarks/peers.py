@@ -73,6 +73,7 @@ WORKLOADS = {
     "softmax-ce": "softmax CE fwd+bwd, 256 x 1000",
     "mlp-small": "MLP step 64-128-64-10, b64, SGD",
     "mlp-large": "MLP step 784-512-256-10, b256, Adam",
+    "lenet": "LeNet step 28x28x1 b64, Adam",
 }
 COLUMNS = {
     "numpy": "numpy",
@@ -126,6 +127,10 @@ def build_numpy(column, workload):
     if kind == "softmax-ce":
         logits, labels = W.softmax_ce_data()
         return Case(lambda: W.softmax_ce_numpy(logits, labels))
+    if kind == "lenet":
+        x, y, params = W.lenet_data()
+        s = W.LeNetNumpy(params)
+        return Case(lambda: s(x, y), params=lambda: s.params)
     cfg = W.CONFIGS[size]
     x, y, ws, bs = W.data(cfg)
     s = W.NumpyStep(cfg, ws, bs)
@@ -144,6 +149,13 @@ def build_jittape(column, workload):
     elif kind == "softmax-ce":
         step = W.softmax_ce_jittape(*W.softmax_ce_data(), compiled=compiled)
         fn, params = step.function, None
+    elif kind == "lenet":
+        x, y, init = W.lenet_data()
+        fn, vs = W.lenet_jittape(init, compiled)
+        xt, yt = jt.constant(x), jt.constant(y)
+        step = lambda: fn(xt, yt)  # noqa: E731
+        fn = fn if compiled else None
+        params = lambda: [v.numpy() for v in vs]  # noqa: E731
     else:
         cfg = W.CONFIGS[size]
         x, y, ws, bs = W.data(cfg)
@@ -190,6 +202,8 @@ def build_tensorflow(column, workload):
             return loss, tape.gradient(loss, logits)
 
         return Case(lambda: ce(logits, labels))
+    if kind == "lenet":
+        return _lenet_tensorflow(tf, wrap)
     cfg = W.CONFIGS[size]
     x, y, init = _mlp_parts(cfg)
     x, y = tf.constant(x), tf.constant(y)
@@ -252,6 +266,8 @@ def build_jax(column, workload):
 
         f = jax.jit(jax.value_and_grad(ce))
         return Case(lambda: jax.block_until_ready(f(logits, labels)))
+    if kind == "lenet":
+        return _lenet_jax(jax, jnp)
     cfg = W.CONFIGS[size]
     x, y, init = _mlp_parts(cfg)
     x, y = jnp.asarray(x), jnp.asarray(y)
@@ -319,6 +335,8 @@ def build_torch(column, workload):
             return loss.detach(), g
 
         return Case(lambda: ce(logits, labels))
+    if kind == "lenet":
+        return _lenet_torch(torch, F, wrap, T)
     cfg = W.CONFIGS[size]
     x, y, init = _mlp_parts(cfg)
     x, y = T(x), T(y).long()
@@ -351,6 +369,111 @@ def build_torch(column, workload):
         return loss.detach()
 
     return Case(lambda: step(x, y), params=lambda: [p.detach().numpy().copy() for p in ps])
+
+
+# -- LeNet in each framework: the same step as ``workloads.LeNetNumpy`` ------------------
+
+
+def _lenet_tensorflow(tf, wrap):
+    x, y, init = W.lenet_data()
+    x, y = tf.constant(x), tf.constant(y)
+    ps = [tf.Variable(a) for a in init]
+    opt = tf.keras.optimizers.Adam(W.LENET["lr"], beta_1=B1, beta_2=B2, epsilon=EPS)
+
+    @wrap
+    def step(x, y):
+        w1, b1, w2, b2, w3, b3, w4, b4 = ps
+        with tf.GradientTape() as tape:
+            h = tf.nn.max_pool2d(tf.nn.relu(tf.nn.conv2d(x, w1, 1, "VALID") + b1), 2, 2, "VALID")
+            h = tf.nn.max_pool2d(tf.nn.relu(tf.nn.conv2d(h, w2, 1, "VALID") + b2), 2, 2, "VALID")
+            h = tf.nn.relu(tf.reshape(h, [-1, 1024]) @ w3 + b3)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=y, logits=h @ w4 + b4))
+        opt.apply_gradients(zip(tape.gradient(loss, ps), ps))
+        return loss
+
+    return Case(lambda: step(x, y), params=lambda: [p.numpy() for p in ps])
+
+
+def _adam_lists(lr, t, ps, grads, ms, vs, sqrt):
+    alpha = lr * sqrt(1 - B2 ** t) / (1 - B1 ** t)
+    ms = [m + (g - m) * (1 - B1) for g, m in zip(grads, ms)]
+    vs = [v + (g * g - v) * (1 - B2) for g, v in zip(grads, vs)]
+    return [p - alpha * m / (sqrt(v) + EPS) for p, m, v in zip(ps, ms, vs)], ms, vs
+
+
+def _lenet_jax(jax, jnp):
+    x, y, init = W.lenet_data()
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    lr = W.LENET["lr"]
+
+    def block(h, w, b):
+        h = jax.lax.conv_general_dilated(h, w, (1, 1), "VALID",
+                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        h = jax.nn.relu(h + b)
+        return jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                     "VALID")
+
+    def loss_fn(ps, x, y):
+        w1, b1, w2, b2, w3, b3, w4, b4 = ps
+        h = block(block(x, w1, b1), w2, b2).reshape(x.shape[0], -1)
+        logits = jax.nn.relu(h @ w3 + b3) @ w4 + b4
+        logp = jax.nn.log_softmax(logits, axis=1)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    def train(ps, ms, vs, t, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(ps, x, y)
+        t = t + 1
+        ps, ms, vs = _adam_lists(lr, t, ps, grads, ms, vs, jnp.sqrt)
+        return ps, ms, vs, t, loss
+
+    f = jax.jit(train, donate_argnums=(0, 1, 2))
+    state = [[jnp.asarray(a) for a in init], [jnp.zeros_like(a) for a in init],
+             [jnp.zeros_like(a) for a in init], jnp.float32(0.0)]
+
+    def step():
+        ps, ms, vs, t, loss = jax.block_until_ready(f(*state, x, y))
+        state[:] = [ps, ms, vs, t]
+        return loss
+
+    return Case(step, params=lambda: [np.asarray(p) for p in state[0]])
+
+
+def _lenet_torch(torch, F, wrap, T):
+    """NCHW and OIHW, torch's layout: the images and filters are transposed once, the
+    flatten takes (h, w, c) order as the others do, and the weights are reported HWIO."""
+    x, y, init = W.lenet_data()
+    x, y = T(x.transpose(0, 3, 1, 2)), T(y).long()
+    conv_axes = (3, 2, 0, 1)  # HWIO -> OIHW
+    ps = [T(a.transpose(conv_axes)) if a.ndim == 4 else T(a) for a in init]
+    for p in ps:
+        p.requires_grad_()
+    ms = [torch.zeros_like(p) for p in ps]
+    vs = [torch.zeros_like(p) for p in ps]
+    t = torch.zeros((), dtype=torch.float32)
+    lr = W.LENET["lr"]
+
+    @wrap
+    def step(x, y):
+        w1, b1, w2, b2, w3, b3, w4, b4 = ps
+        h = F.max_pool2d(torch.relu(F.conv2d(x, w1, b1)), 2)
+        h = F.max_pool2d(torch.relu(F.conv2d(h, w2, b2)), 2)
+        h = torch.relu(h.permute(0, 2, 3, 1).reshape(h.shape[0], -1) @ w3 + b3)
+        loss = F.cross_entropy(h @ w4 + b4, y)
+        grads = torch.autograd.grad(loss, ps)
+        with torch.no_grad():
+            t.add_(1.0)
+            alpha = lr * torch.sqrt(1 - torch.pow(B2, t)) / (1 - torch.pow(B1, t))
+            for p, g, m, v in zip(ps, grads, ms, vs):
+                m.add_((g - m) * (1 - B1))
+                v.add_((g * g - v) * (1 - B2))
+                p.sub_(alpha * m / (torch.sqrt(v) + EPS))
+        return loss.detach()
+
+    back = (2, 3, 1, 0)  # OIHW -> HWIO
+    return Case(lambda: step(x, y), params=lambda: [
+        p.detach().numpy().transpose(back).copy() if p.ndim == 4 else p.detach().numpy().copy()
+        for p in ps])
 
 
 BUILDERS = {"numpy": build_numpy, "jittape": build_jittape, "tensorflow": build_tensorflow,
@@ -394,9 +517,14 @@ def check(workload, case, out):
         probs = [_close("loss", out[0], loss, 1e-4, 0.0),
                  _close("dlogits", out[1], g, 1e-4, 1e-4 * np.abs(g).max())]
     else:
-        cfg = W.CONFIGS[size]
-        x, y, init = _mlp_parts(cfg)
-        ref = W.NumpyStep(cfg, [a.copy() for a in init[0::2]], [a.copy() for a in init[1::2]])
+        if kind == "lenet":
+            x, y, init = W.lenet_data()
+            ref = W.LeNetNumpy([a.copy() for a in init])
+        else:
+            cfg = W.CONFIGS[size]
+            x, y, init = _mlp_parts(cfg)
+            ref = W.NumpyStep(cfg, [a.copy() for a in init[0::2]],
+                              [a.copy() for a in init[1::2]])
         loss = ref(x, y)
         probs = [_close("loss", out, loss, 1e-4, 0.0)]
         got = case.params()

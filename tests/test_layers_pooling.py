@@ -102,7 +102,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="data_format"):
         L.GlobalMaxPooling1D(data_format="NCW")
     with pytest.raises(jt.errors.InvalidArgumentError,
-                       match='layer "max_pooling2_d.*expected ndim=4, found ndim=3'):
+                       match='layer "max_pooling2d.*expected ndim=4, found ndim=3'):
         L.MaxPooling2D()(np.ones((2, 3, 1), np.float32))
 
 
