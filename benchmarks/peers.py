@@ -151,10 +151,10 @@ def build_jittape(column, workload):
         fn, params = step.function, None
     elif kind == "lenet":
         x, y, init = W.lenet_data()
-        fn, vs = W.lenet_jittape(init, compiled)
+        lenet, vs = W.lenet_jittape(init, compiled)
         xt, yt = jt.constant(x), jt.constant(y)
-        step = lambda: fn(xt, yt)  # noqa: E731
-        fn = fn if compiled else None
+        step = lambda: lenet(xt, yt)  # noqa: E731
+        fn = lenet if compiled else None
         params = lambda: [v.numpy() for v in vs]  # noqa: E731
     else:
         cfg = W.CONFIGS[size]
