@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .emit import literal, np_type
-from .kernel_ir import Alloc, Fill, If, Let, Loop, Store, Update, View
+from .kernel_ir import Alloc, If, Let, Loop, Store, Update, View
 from .kernel_names import _d, _dprod
 from .schedule_fused import PARALLEL_MIN
 
@@ -150,10 +150,12 @@ class PoolKernels:
         the window has no position inside)."""
         return [Alloc("best", (C,), dt), Alloc("at", (C,), "int64"), *geo.nest(
             [Loop("c", C, (Store("at", ("c",), "-1"),))],
+            # selects, not a branch: the channel loop stays a vector loop
             [Let("p", geo.flat()),
              Loop("c", C, (Let("v", "a0[" + ", ".join(geo.x()) + "]"),
-                           If("at[c] < 0 or v > best[c]",
-                              (Store("best", ("c",), "v"), Store("at", ("c",), "p")))))],
+                           Let("gt", "(at[c] < 0) | (v > best[c])"),
+                           Store("best", ("c",), "v if gt else best[c]"),
+                           Store("at", ("c",), "p if gt else at[c]")))],
             after)]
 
     def op_max_pool_grad(self, n):
@@ -165,8 +167,11 @@ class PoolKernels:
         C, P = _d(t.shape[-1]), _dprod(t.shape[1:-1])
         scatter = Loop("c", C, (If("at[c] >= 0", (Update(
             "dx[n, at[c], c]", "+", "a1[" + ", ".join(geo.y()) + "]"),)),))
-        body = self._argmax_nest(geo, C, t.dtype, [scatter])
-        pre = [View("dx", "r0", "reshape", (_d(t.shape[0]), P, C)), Fill("dx", "0")]
+        # each batch element zeroes its own part of dx in the parallel loop (a Fill of
+        # the whole of dx before it ran on one thread)
+        zero = Loop("q", P, (Loop("c", C, (Store("dx", ("n", "q", "c"), "0"),)),))
+        body = [zero, *self._argmax_nest(geo, C, t.dtype, [scatter])]
+        pre = [View("dx", "r0", "reshape", (_d(t.shape[0]), P, C))]
         threaded = geo.work >= PARALLEL_MIN
         batch = Loop("n", _d(geo.yshape[0]), tuple(body), parallel=True)
         self.kernel(lambda ts: geo.describe("max_pool_grad", ts, t.dtype),
@@ -220,8 +225,10 @@ class PoolKernels:
             [self._count(geo, dt)], [Loop("c", C, (Update(
                 "r0[" + ", ".join(geo.x()) + "]", "+", "a0[" + ", ".join(geo.y()) + "] / cnt"),))],
             [])
+        P = _dprod(xshape[1:-1])
+        zero = Loop("q", P, (Loop("c", C, (Store("dx", ("n", "q", "c"), "0"),)),))
         threaded = geo.work >= PARALLEL_MIN
-        batch = Loop("n", _d(geo.yshape[0]), tuple(body), parallel=True)
+        batch = Loop("n", _d(geo.yshape[0]), (zero, *body), parallel=True)
         self.kernel(lambda ts: geo.describe("avg_pool_grad", ts, dt),
                     [("a0", self.contiguous(dy)), ("r0", self.dest(o))],
-                    [Fill("r0", "0"), batch], threaded)
+                    [View("dx", "r0", "reshape", (_d(xshape[0]), P, C)), batch], threaded)

@@ -35,8 +35,10 @@ from .schedule_fused import PARALLEL_MIN
 # a GEMM pays once the contraction (taps x channels) is this long: LeNet's first layer
 # (5x5 taps of one channel, 25) ran in 1.8 ms packed against 4.9 ms direct
 GEMM_MIN_KC = int(os.environ.get("JITTAPE_CONV_GEMM_MIN_KC", 16))
-# the packed windows of one tile stay under this many elements (16 MiB of float32)
-PATCH_ELEMS = 1 << 22
+# the packed windows of one tile stay under this many elements (2 MiB of float32): a
+# tile that stays in cache while its GEMM reads it (LeNet's second layer, 1 thread: a
+# tile of 8-16 images 8.1 ms, the whole batch of 64 at once 9.4-9.9 ms)
+PATCH_ELEMS = 1 << 19
 
 
 class _Geo:
