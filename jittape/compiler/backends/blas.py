@@ -1,6 +1,6 @@
 """BLAS threads: one for numpy's OpenBLAS, all cores for scipy's (compiled code).
 
-``np.dot`` inside Numba code calls scipy's OpenBLAS; numpy's own matmuls (the eager
+The kernels' GEMM (``kgemm.gemm``) calls scipy's OpenBLAS; numpy's own matmuls (the eager
 forward pass) call numpy's. Two multi-threaded pools that alternate fight for the
 cores: an eager MLP step measured 8 ms instead of 0.5 with both at two threads. With
 numpy's at one thread there is no fight, and the compiled code keeps every core for
@@ -47,7 +47,7 @@ def limit_threads(n: int | None = None, kernel_n: int | None = None) -> list:
     n = _env_int("JITTAPE_BLAS_THREADS", 1) if n is None else n
     kernel_n = _env_int("JITTAPE_KERNEL_BLAS_THREADS", 0) if kernel_n is None else kernel_n
     try:
-        import scipy.linalg.cython_blas  # noqa: F401  (the library np.dot uses in Numba)
+        import scipy.linalg.cython_blas  # noqa: F401  (the library kgemm.gemm calls)
     except ImportError:
         pass
     done = []

@@ -54,7 +54,7 @@ _OP_RULES = {
     "transpose": "op_transpose",
     "broadcast_to": "op_broadcast_to",
     "strided_slice": "op_strided_slice",
-    "matmul": "op_matmul",  # a GEMM call (np.dot in nopython code)
+    "matmul": "op_matmul",  # a GEMM call (kgemm.gemm, scipy's BLAS)
     "argmax": "op_argmax",
     "argmin": "op_argmin",
     "gather": "op_gather",

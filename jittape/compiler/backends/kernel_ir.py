@@ -147,11 +147,13 @@ class View:
 
 @dataclass(frozen=True)
 class Gemm:
-    """``out = a @ b`` by the library's GEMM (operands 2-d)."""
+    """``out = a @ b + beta * out`` by the library's GEMM (operands 2-d, each a row- or
+    column-major view; ``beta`` 0: ``out`` is not read)."""
 
     a: str
     b: str
     out: str
+    beta: str = "0.0"
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,7 @@ def statements(stmts, threaded: bool, call_suffix: str = "", timed: bool = False
             elif isinstance(s, View):
                 out.append(f"{pad}{s.name} = {_view(s)}")
             elif isinstance(s, Gemm):
-                out.append(f"{pad}np.dot({s.a}, {s.b}, {s.out})")
+                out.append(f"{pad}_gm.gemm({s.a}, {s.b}, {s.out}, {s.beta})")
             elif isinstance(s, Dim):
                 out.append(f"{pad}{s.name} = {s.array}.shape[{s.axis}]")
             elif isinstance(s, Call):  # through the table: slot = the call site
@@ -156,6 +156,20 @@ KERNEL_HEAD = (
 )
 
 
+GEMM_IMPORT = "from jittape.compiler.backends import kgemm as _gm"
+
+
+def _calls_gemm(body) -> bool:
+    """Whether a statement of ``body`` (loops and branches included) is a ``Gemm``."""
+    stack = list(body)
+    while stack:
+        s = stack.pop()
+        if isinstance(s, Gemm):
+            return True
+        stack.extend(getattr(s, "body", ()) or ())
+    return False
+
+
 def kernel_source(k, threaded: bool) -> str:
     """The function ``k`` (``k_par`` when ``threaded``) for kernel ``k``."""
     fm = fastmath_flags() if k.fastmath is None else "False"
@@ -173,6 +187,7 @@ def kernel_module(k, vm_version: str) -> str:
     """A kernel's own module: nothing in it names the graph or the kernel's number."""
     head = [f"# jittape kernel module: {k.comment}",
             f"# generator {GENERATOR_VERSION}, vector math {vm_version}", *KERNEL_HEAD,
+            *([GEMM_IMPORT] if _calls_gemm(k.body) else []),
             *(f"import {m} as {a}  # noqa: F401" for m, a in k.imports), ""]
     block = kernel_source(k, False)
     if k.threaded:

@@ -34,7 +34,7 @@ def _output_readers(body, env_in, outs=None):
     return res
 
 
-# the dtypes the library GEMM (np.dot in Numba: BLAS sgemm/dgemm) multiplies; others
+# the dtypes the library GEMM (kgemm.gemm: BLAS sgemm/dgemm) multiplies; others
 # get a loop nest (_product_loops)
 _GEMM_DTYPES = frozenset({"float32", "float64"})
 

@@ -258,14 +258,10 @@ def backprop_filter_stmts(geo, xa, dya, dwa, dt) -> list:
             View("dw2", dwa, "reshape", (KC, F)),
             View("dy2", dya, "reshape", (f"{N} * {P}", F)),
             Alloc("pat", (f"min({T}, {N}) * {P}", KC), dt),
-            Alloc("part", (KC, F), dt),  # the product of each tile after the first
             If(f"{N} == 0", (Fill(dwa, "0"),)),
+            # the first tile writes dw, the later ones add to it (beta 1)
             *_tiles(geo, N, (), _pack(geo, xa), (
-                If("t == 0", (Gemm(f"pat[:nt * {P}].T", rows, "dw2"),)),
-                If("t > 0", (Gemm(f"pat[:nt * {P}].T", rows, "part"),
-                             Loop("p", KC, (Loop("f", F, (
-                                 Update("dw2[p, f]", "+", "part[p, f]"),)),)))),
-            )),
+                Gemm(f"pat[:nt * {P}].T", rows, "dw2", "0.0 if t == 0 else 1.0"),)),
         ]
     G, Cg, Fg = geo.groups, _d(geo.Cg), _d(geo.Fg)
     dyi = f"{dya}[nn, {', '.join(_at('op', ns))}"
