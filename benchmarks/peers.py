@@ -17,9 +17,9 @@ starts from the same numpy arrays.
 Before timing, each framework's first call is checked against the hand-written numpy:
 the loss (rtol 1e-4) and the gradients (chain: rtol 1e-4, atol 1e-4 as
 ``test_chain.py``; softmax CE: rtol 1e-4, atol 1e-4 of the largest) or, for the train
-steps, the loss (the DCGAN: both losses) and the weights after that one step (rtol 1e-4, atol 1e-5 as
-``test_train_step.py``, and each weight's update within 5% of the largest update). A
-framework that disagrees is reported as a mismatch and not timed.
+steps, the loss (the DCGAN: both losses) and the weights after that one step (rtol
+1e-4, atol 1e-5 as ``test_train_step.py``, and each weight's update within 5% of the
+largest update). A framework that disagrees is reported as a mismatch and not timed.
 
 Each cell (framework, variant, workload) runs in a process of its own (numpy's without
 jittape imported), one after the other, pinned to the same N CPUs (``--threads``,
@@ -42,7 +42,8 @@ call. JAX's results are waited for (``block_until_ready``) inside the timed call
 Each framework's step is the same Python function eager and compiled. ``torch.compile``
 breaks the graph at ``torch.autograd.grad`` (dynamo's default): the forward and, through
 AOTAutograd, the backward are compiled, and the update after the break is a graph of
-its own. PyTorch's labels are int64 (what ``cross_entropy`` takes), int32 elsewhere.
+its own (the DCGAN's step: two ``autograd.grad`` calls, one per model). PyTorch's labels
+are int64 (what ``cross_entropy`` takes), int32 elsewhere.
 """
 
 from __future__ import annotations
