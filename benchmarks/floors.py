@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from workloads import CONFIGS
+from workloads import CONFIGS, DCGAN, LENET
 
 
 def _median(fn, repeats):
@@ -98,3 +98,37 @@ def mlp_floor(ceilings, size):
     arrays = 2 if cfg["opt"] == "sgd" else 6
     nbytes = 4 * (arrays * params + batch * sizes[0])
     return floor(ceilings, nbytes=nbytes, flops=flops)
+
+
+def conv_flops(batch, out_hw, taps, c, f):
+    """One GEMM of a convolution (its forward, its filter gradient or its input gradient,
+    each the same count): 2 x batch x output positions x taps x in x out channels."""
+    return 2 * batch * out_hw * out_hw * taps * c * f
+
+
+def lenet_floor(ceilings):
+    """The GEMM FLOPs of the LeNet step: each layer's forward and filter (weight)
+    gradient, and the input gradient of every layer but the first (a 25-tap, 1-channel
+    first convolution is counted as a GEMM too, though it runs as a loop nest)."""
+    n = LENET["batch"]
+    conv1 = conv_flops(n, 24, 25, 1, 32)
+    conv2 = conv_flops(n, 8, 25, 32, 64)
+    dense = 2 * n * (1024 * 128 + 128 * 10)
+    return floor(ceilings, flops=2 * conv1 + 3 * conv2 + 3 * dense)
+
+
+def dcgan_floor(ceilings):
+    """The GEMM FLOPs of the DCGAN step, the least the hand-written numpy does: the
+    discriminator on the real images (forward, filter gradients, the second layer's input
+    gradient) and on the generated ones (the same, and the input gradient of every layer
+    a second time for the generator's loss, whose cotangent differs); the generator's
+    forward, filter gradients and input gradients down to the dense layer (the noise
+    needs none). A conv2d_transpose costs what the convolution it transposes costs."""
+    n = DCGAN["batch"]
+    d1 = conv_flops(n, 14, 25, 1, 32)  # discriminator 28 -> 14; generator's 14 -> 28
+    d2 = conv_flops(n, 7, 25, 32, 64)  # discriminator 14 -> 7; generator's 7 -> 14
+    d3 = 2 * n * 7 * 7 * 64  # the discriminator's dense layer to one logit
+    g1 = 2 * n * DCGAN["noise"] * 7 * 7 * 64  # the generator's dense layer
+    disc = (2 * d1 + 3 * d2 + 3 * d3) + (3 * d1 + 4 * d2 + 4 * d3)  # real, generated
+    gen = 3 * d2 + 3 * d1 + 2 * g1
+    return floor(ceilings, flops=disc + gen)

@@ -10,14 +10,16 @@ Workloads (``workloads.py``): the chain's forward + backward at N = 1M and 8M, a
 softmax cross-entropy forward + backward (256 x 1000, gradient w.r.t. the logits), and
 the two MLP train steps of ``train_steps.py`` (64-128-64-10 batch 64 SGD; 784-512-256-10
 batch 256 Adam, with Keras's Adam formula written out in each framework, as
-``NumpyStep`` has it). Every framework starts from the same numpy arrays.
+``NumpyStep`` has it), a LeNet train step and a DCGAN train step (generator and
+discriminator, two tapes, two Adams; ``workloads.py`` has each model). Every framework
+starts from the same numpy arrays.
 
 Before timing, each framework's first call is checked against the hand-written numpy:
 the loss (rtol 1e-4) and the gradients (chain: rtol 1e-4, atol 1e-4 as
 ``test_chain.py``; softmax CE: rtol 1e-4, atol 1e-4 of the largest) or, for the train
-steps, the loss and the weights after that one step (rtol 1e-4, atol 1e-5 as
-``test_train_step.py``, and each weight's update within 5% of the largest update). A
-framework that disagrees is reported as a mismatch and not timed.
+steps, the loss (the DCGAN: both losses) and the weights after that one step (rtol
+1e-4, atol 1e-5 as ``test_train_step.py``, and each weight's update within 5% of the
+largest update). A framework that disagrees is reported as a mismatch and not timed.
 
 Each cell (framework, variant, workload) runs in a process of its own (numpy's without
 jittape imported), one after the other, pinned to the same N CPUs (``--threads``,
@@ -40,7 +42,8 @@ call. JAX's results are waited for (``block_until_ready``) inside the timed call
 Each framework's step is the same Python function eager and compiled. ``torch.compile``
 breaks the graph at ``torch.autograd.grad`` (dynamo's default): the forward and, through
 AOTAutograd, the backward are compiled, and the update after the break is a graph of
-its own. PyTorch's labels are int64 (what ``cross_entropy`` takes), int32 elsewhere.
+its own (the DCGAN's step: two ``autograd.grad`` calls, one per model). PyTorch's labels
+are int64 (what ``cross_entropy`` takes), int32 elsewhere.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ WORKLOADS = {
     "mlp-small": "MLP step 64-128-64-10, b64, SGD",
     "mlp-large": "MLP step 784-512-256-10, b256, Adam",
     "lenet": "LeNet step 28x28x1 b64, Adam",
+    "dcgan": "DCGAN step 28x28x1 b64, 2 Adams",
 }
 COLUMNS = {
     "numpy": "numpy",
@@ -131,6 +135,10 @@ def build_numpy(column, workload):
         x, y, params = W.lenet_data()
         s = W.LeNetNumpy(params)
         return Case(lambda: s(x, y), params=lambda: s.params)
+    if kind == "dcgan":
+        z, x, params = W.dcgan_data()
+        s = W.DCGANNumpy(params)
+        return Case(lambda: s(z, x), params=lambda: s.params)
     cfg = W.CONFIGS[size]
     x, y, ws, bs = W.data(cfg)
     s = W.NumpyStep(cfg, ws, bs)
@@ -149,12 +157,12 @@ def build_jittape(column, workload):
     elif kind == "softmax-ce":
         step = W.softmax_ce_jittape(*W.softmax_ce_data(), compiled=compiled)
         fn, params = step.function, None
-    elif kind == "lenet":
-        x, y, init = W.lenet_data()
-        lenet, vs = W.lenet_jittape(init, compiled)
+    elif kind in ("lenet", "dcgan"):
+        x, y, init = W.lenet_data() if kind == "lenet" else W.dcgan_data()
+        run, vs = (W.lenet_jittape if kind == "lenet" else W.dcgan_jittape)(init, compiled)
         xt, yt = jt.constant(x), jt.constant(y)
-        step = lambda: lenet(xt, yt)  # noqa: E731
-        fn = lenet if compiled else None
+        step = lambda: run(xt, yt)  # noqa: E731  (not ``fn``: it is None below when eager)
+        fn = run if compiled else None
         params = lambda: [v.numpy() for v in vs]  # noqa: E731
     else:
         cfg = W.CONFIGS[size]
@@ -204,6 +212,8 @@ def build_tensorflow(column, workload):
         return Case(lambda: ce(logits, labels))
     if kind == "lenet":
         return _lenet_tensorflow(tf, wrap)
+    if kind == "dcgan":
+        return _dcgan_tensorflow(tf, wrap)
     cfg = W.CONFIGS[size]
     x, y, init = _mlp_parts(cfg)
     x, y = tf.constant(x), tf.constant(y)
@@ -268,6 +278,8 @@ def build_jax(column, workload):
         return Case(lambda: jax.block_until_ready(f(logits, labels)))
     if kind == "lenet":
         return _lenet_jax(jax, jnp)
+    if kind == "dcgan":
+        return _dcgan_jax(jax, jnp)
     cfg = W.CONFIGS[size]
     x, y, init = _mlp_parts(cfg)
     x, y = jnp.asarray(x), jnp.asarray(y)
@@ -337,6 +349,8 @@ def build_torch(column, workload):
         return Case(lambda: ce(logits, labels))
     if kind == "lenet":
         return _lenet_torch(torch, F, wrap, T)
+    if kind == "dcgan":
+        return _dcgan_torch(torch, F, wrap, T)
     cfg = W.CONFIGS[size]
     x, y, init = _mlp_parts(cfg)
     x, y = T(x), T(y).long()
@@ -476,6 +490,175 @@ def _lenet_torch(torch, F, wrap, T):
         for p in ps])
 
 
+# -- DCGAN in each framework: the same step as ``workloads.DCGANNumpy`` -----------------
+
+
+def _dcgan_tensorflow(tf, wrap):
+    z, x, init = W.dcgan_data()
+    z, x = tf.constant(z), tf.constant(x)
+    ps = [tf.Variable(a) for a in init]
+    gen, disc = ps[:6], ps[6:]
+    lr, a = W.DCGAN["lr"], W.DCGAN["alpha"]
+    gen_opt = tf.keras.optimizers.Adam(lr, beta_1=B1, beta_2=B2, epsilon=EPS)
+    disc_opt = tf.keras.optimizers.Adam(lr, beta_1=B1, beta_2=B2, epsilon=EPS)
+
+    def generator(z):
+        w1, b1, w2, b2, w3, b3 = gen
+        n = z.shape[0]
+        h = tf.reshape(tf.nn.leaky_relu(z @ w1 + b1, a), [n, 7, 7, 64])
+        h = tf.nn.leaky_relu(tf.nn.conv2d_transpose(h, w2, [n, 14, 14, 32], 2, "SAME") + b2, a)
+        return tf.tanh(tf.nn.conv2d_transpose(h, w3, [n, 28, 28, 1], 2, "SAME") + b3)
+
+    def discriminator(x):
+        w1, b1, w2, b2, w3, b3 = disc
+        h = tf.nn.leaky_relu(tf.nn.conv2d(x, w1, 2, "SAME") + b1, a)
+        h = tf.nn.leaky_relu(tf.nn.conv2d(h, w2, 2, "SAME") + b2, a)
+        return tf.reshape(h, [-1, 7 * 7 * 64]) @ w3 + b3
+
+    def bce(labels, logits):
+        return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels,
+                                                                      logits=logits))
+
+    @wrap
+    def step(z, x):
+        with tf.GradientTape() as gen_tape, tf.GradientTape() as disc_tape:
+            fake = generator(z)
+            real_logits, fake_logits = discriminator(x), discriminator(fake)
+            gen_loss = bce(tf.ones_like(fake_logits), fake_logits)
+            disc_loss = (bce(tf.ones_like(real_logits), real_logits)
+                         + bce(tf.zeros_like(fake_logits), fake_logits))
+        gen_grads = gen_tape.gradient(gen_loss, gen)
+        disc_grads = disc_tape.gradient(disc_loss, disc)
+        gen_opt.apply_gradients(zip(gen_grads, gen))
+        disc_opt.apply_gradients(zip(disc_grads, disc))
+        return gen_loss, disc_loss
+
+    return Case(lambda: step(z, x), params=lambda: [p.numpy() for p in ps])
+
+
+def _dcgan_jax(jax, jnp):
+    """conv2d_transpose as the input gradient of the SAME stride-2 convolution: the input
+    spread 2 apart (``lhs_dilation``), padded by k-1 less TF's SAME pads, correlated with
+    the filter flipped, its ``[kh, kw, out, in]`` read as HWOI."""
+    z, x, init = W.dcgan_data()
+    z, x = jnp.asarray(z), jnp.asarray(x)
+    lr, a = W.DCGAN["lr"], W.DCGAN["alpha"]
+    lax = jax.lax
+
+    def conv(h, w):
+        return lax.conv_general_dilated(h, w, (2, 2), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def conv_t(h, w, size):
+        k = w.shape[0]
+        _, (lo, hi) = W.same_pads(size, k, 2)
+        extra = size + lo + hi - ((h.shape[1] - 1) * 2 + k)
+        pad = (k - 1 - lo, k - 1 - hi + extra)
+        return lax.conv_general_dilated(h, w[::-1, ::-1], (1, 1), [pad, pad], lhs_dilation=(2, 2),
+                                        dimension_numbers=("NHWC", "HWOI", "NHWC"))
+
+    def generator(gp, z):
+        w1, b1, w2, b2, w3, b3 = gp
+        h = jax.nn.leaky_relu(z @ w1 + b1, a).reshape(z.shape[0], 7, 7, 64)
+        h = jax.nn.leaky_relu(conv_t(h, w2, 14) + b2, a)
+        return jnp.tanh(conv_t(h, w3, 28) + b3)
+
+    def discriminator(dp, x):
+        w1, b1, w2, b2, w3, b3 = dp
+        h = jax.nn.leaky_relu(conv(x, w1) + b1, a)
+        h = jax.nn.leaky_relu(conv(h, w2) + b2, a)
+        return h.reshape(x.shape[0], -1) @ w3 + b3
+
+    def bce(label, z):  # TF's stable form
+        return jnp.mean(jnp.maximum(z, 0) - z * label + jnp.log1p(jnp.exp(-jnp.abs(z))))
+
+    def losses(gp, dp, z, x):
+        fake_logits = discriminator(dp, generator(gp, z))
+        real_logits = discriminator(dp, x)
+        return bce(1.0, fake_logits), bce(1.0, real_logits) + bce(0.0, fake_logits)
+
+    def train(gp, dp, gs, ds, t, z, x):
+        (gen_loss, disc_loss), vjp = jax.vjp(lambda gp, dp: losses(gp, dp, z, x), gp, dp)
+        one, zero = jnp.ones((), jnp.float32), jnp.zeros((), jnp.float32)
+        gen_grads, _ = vjp((one, zero))
+        _, disc_grads = vjp((zero, one))
+        t = t + 1
+        gp, gm, gv = _adam_lists(lr, t, gp, gen_grads, *gs, jnp.sqrt)
+        dp, dm, dv = _adam_lists(lr, t, dp, disc_grads, *ds, jnp.sqrt)
+        return gp, dp, (gm, gv), (dm, dv), t, gen_loss, disc_loss
+
+    f = jax.jit(train, donate_argnums=(0, 1, 2, 3))
+    zeros = lambda ps: ([jnp.zeros_like(p) for p in ps], [jnp.zeros_like(p) for p in ps])  # noqa: E731
+    gp, dp = [jnp.asarray(p) for p in init[:6]], [jnp.asarray(p) for p in init[6:]]
+    state = [gp, dp, zeros(gp), zeros(dp), jnp.float32(0.0)]
+
+    def step():
+        *new, gen_loss, disc_loss = jax.block_until_ready(f(*state, z, x))
+        state[:] = new
+        return gen_loss, disc_loss
+
+    return Case(step, params=lambda: [np.asarray(p) for p in state[0] + state[1]])
+
+
+def _dcgan_torch(torch, F, wrap, T):
+    """NCHW, torch's layout. Both filter layouts move with one transpose: conv HWIO to
+    OIHW, and conv2d_transpose's ``[kh, kw, out, in]`` to ConvTranspose's ``[in, out,
+    kh, kw]``. TF's SAME stride 2 pads 1 before and 2 after: the convolution pads
+    explicitly; the transposed one pads 1 (``padding=1`` crops 1 on each side of the full
+    result) and cuts the one extra row and column at the end."""
+    z, x, init = W.dcgan_data()
+    z, x = T(z), T(x.transpose(0, 3, 1, 2))
+    axes = (3, 2, 0, 1)
+    ps = [T(p.transpose(axes)) if p.ndim == 4 else T(p) for p in init]
+    for p in ps:
+        p.requires_grad_()
+    gen, disc = ps[:6], ps[6:]
+    ms = [torch.zeros_like(p) for p in ps]
+    vs = [torch.zeros_like(p) for p in ps]
+    t = torch.zeros((), dtype=torch.float32)
+    lr, a = W.DCGAN["lr"], W.DCGAN["alpha"]
+
+    def conv_t(h, w, b, size):
+        return F.conv_transpose2d(h, w, b, stride=2, padding=1)[:, :, :size, :size]
+
+    def generator(z):
+        w1, b1, w2, b2, w3, b3 = gen
+        h = F.leaky_relu(z @ w1 + b1, a).reshape(-1, 7, 7, 64).permute(0, 3, 1, 2)
+        h = F.leaky_relu(conv_t(h, w2, b2, 14), a)
+        return torch.tanh(conv_t(h, w3, b3, 28))
+
+    def discriminator(x):
+        w1, b1, w2, b2, w3, b3 = disc
+        h = F.leaky_relu(F.conv2d(F.pad(x, (1, 2, 1, 2)), w1, b1, stride=2), a)
+        h = F.leaky_relu(F.conv2d(F.pad(h, (1, 2, 1, 2)), w2, b2, stride=2), a)
+        return h.permute(0, 2, 3, 1).reshape(h.shape[0], -1) @ w3 + b3
+
+    bce = F.binary_cross_entropy_with_logits
+
+    @wrap
+    def step(z, x):
+        fake = generator(z)
+        real_logits, fake_logits = discriminator(x), discriminator(fake)
+        gen_loss = bce(fake_logits, torch.ones_like(fake_logits))
+        disc_loss = (bce(real_logits, torch.ones_like(real_logits))
+                     + bce(fake_logits, torch.zeros_like(fake_logits)))
+        gen_grads = torch.autograd.grad(gen_loss, gen, retain_graph=True)
+        disc_grads = torch.autograd.grad(disc_loss, disc)
+        with torch.no_grad():
+            t.add_(1.0)
+            alpha = lr * torch.sqrt(1 - torch.pow(B2, t)) / (1 - torch.pow(B1, t))
+            for p, g, m, v in zip(ps, gen_grads + disc_grads, ms, vs):
+                m.add_((g - m) * (1 - B1))
+                v.add_((g * g - v) * (1 - B2))
+                p.sub_(alpha * m / (torch.sqrt(v) + EPS))
+        return gen_loss.detach(), disc_loss.detach()
+
+    back = (2, 3, 1, 0)
+    return Case(lambda: step(z, x), params=lambda: [
+        p.detach().numpy().transpose(back).copy() if p.ndim == 4 else p.detach().numpy().copy()
+        for p in ps])
+
+
 BUILDERS = {"numpy": build_numpy, "jittape": build_jittape, "tensorflow": build_tensorflow,
             "jax": build_jax, "torch": build_torch}
 
@@ -520,13 +703,20 @@ def check(workload, case, out):
         if kind == "lenet":
             x, y, init = W.lenet_data()
             ref = W.LeNetNumpy([a.copy() for a in init])
+        elif kind == "dcgan":
+            x, y, init = W.dcgan_data()  # (noise, real images)
+            ref = W.DCGANNumpy([a.copy() for a in init])
         else:
             cfg = W.CONFIGS[size]
             x, y, init = _mlp_parts(cfg)
             ref = W.NumpyStep(cfg, [a.copy() for a in init[0::2]],
                               [a.copy() for a in init[1::2]])
         loss = ref(x, y)
-        probs = [_close("loss", out, loss, 1e-4, 0.0)]
+        if kind == "dcgan":
+            probs = [_close("generator loss", out[0], loss[0], 1e-4, 0.0),
+                     _close("discriminator loss", out[1], loss[1], 1e-4, 0.0)]
+        else:
+            probs = [_close("loss", out, loss, 1e-4, 0.0)]
         got = case.params()
         for i, (p, q, p0) in enumerate(zip(got, ref.params, init)):
             probs.append(_close(f"weight {i}", p, q, 1e-4, 1e-5))

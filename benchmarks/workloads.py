@@ -8,6 +8,10 @@ it), plus the jittape versions, which import it when called. All float32.
   batch of 256 x 1000 classes, its gradient w.r.t. the logits.
 - ``mlp-small`` / ``mlp-large``: the train steps of ``train_steps.py`` (``CONFIGS``,
   ``data``, ``NumpyStep``, ``jittape_step``).
+- ``lenet``: a LeNet train step (two VALID convolutions, max-pools, two dense layers,
+  Adam) on 28x28x1, batch 64 (``lenet_data``, ``LeNetNumpy``, ``lenet_jittape``).
+- ``dcgan``: a DCGAN train step, generator and discriminator, on 28x28x1, batch 64
+  (``dcgan_data``, ``DCGANNumpy``, ``dcgan_jittape``).
 """
 
 from __future__ import annotations
@@ -187,14 +191,18 @@ class LeNetNumpy:
         gb1 = gz1.sum((0, 1, 2))
         grads = [gw1, gb1, gw2, gb2, gw3, gb3, gw4, gb4]
         self.t += 1
-        t = self.t
-        alpha = self.lr * np.sqrt(1 - np.float32(B2) ** t) / (1 - np.float32(B1) ** t)
-        for p, gp, m, v in zip(self.params, grads, self.m, self.v):
-            gp = gp.astype(np.float32)
-            m += (gp - m) * np.float32(1 - B1)
-            v += (gp * gp - v) * np.float32(1 - B2)
-            p -= alpha * m / (np.sqrt(v) + np.float32(EPS))
+        adam_numpy(self.params, grads, self.m, self.v, self.t, self.lr)
         return loss
+
+
+def adam_numpy(params, grads, ms, vs, t, lr):
+    """Update ``t`` (1-based) of Adam, Keras's formula (as ``NumpyStep``), in place."""
+    alpha = lr * np.sqrt(1 - np.float32(B2) ** t) / (1 - np.float32(B1) ** t)
+    for p, gp, m, v in zip(params, grads, ms, vs):
+        gp = gp.astype(np.float32)
+        m += (gp - m) * np.float32(1 - B1)
+        v += (gp * gp - v) * np.float32(1 - B2)
+        p -= alpha * m / (np.sqrt(v) + np.float32(EPS))
 
 
 def lenet_jittape(params, compiled, backend="cpu"):
@@ -216,6 +224,216 @@ def lenet_jittape(params, compiled, backend="cpu"):
                 labels=y, logits=h @ w4 + b4))
         opt.apply_gradients(zip(tape.gradient(loss, vs), vs))
         return loss
+
+    fn = jt.function(step, backend=backend) if compiled else step
+    return fn, vs
+
+
+# -- DCGAN ---------------------------------------------------------------------------
+#
+# TF's DCGAN tutorial, smaller, without BatchNormalization and Dropout (so that every
+# framework computes the same deterministic math), with biases (which the tutorial's
+# generator leaves to its batch norms).
+# generator:     z[64, 100] -> dense 7*7*64 -> leaky relu -> reshape [7, 7, 64]
+#                -> conv2d_transpose 5x5 stride 2 SAME to 14x14x32 -> leaky relu
+#                -> conv2d_transpose 5x5 stride 2 SAME to 28x28x1 -> tanh
+# discriminator: x[64, 28, 28, 1] -> conv 5x5 stride 2 SAME 32 -> leaky relu
+#                -> conv 5x5 stride 2 SAME 64 -> leaky relu -> flatten (h, w, c) -> dense 1
+# One step: the generator's images and the discriminator's logits on the real and the
+# generated images; discriminator loss = mean sigmoid cross-entropy(1, real) + that of
+# (0, fake), generator loss = that of (1, fake); each tape's gradients of its model's
+# variables, then two Adams (Keras's formula), as the tutorial's ``train_step``.
+# Leaky relu's slope 0.2 (tf.nn.leaky_relu's default). Filters: conv HWIO, conv2d_transpose
+# [kh, kw, out, in] (TF's).
+
+DCGAN = {"batch": 64, "noise": 100, "lr": 1e-4, "alpha": 0.2}
+# the generator's six parameters, then the discriminator's six
+DCGAN_SHAPES = [(100, 7 * 7 * 64), (7 * 7 * 64,), (5, 5, 32, 64), (32,), (5, 5, 1, 32), (1,),
+                (5, 5, 1, 32), (32,), (5, 5, 32, 64), (64,), (7 * 7 * 64, 1), (1,)]
+
+
+def dcgan_data(seed=0, batch=DCGAN["batch"]):
+    """Noise ``z[batch, 100]`` (standard normal), real images ``[batch, 28, 28, 1]`` in
+    [-1, 1) (the generator's tanh range), and the twelve parameters (generator's, then
+    discriminator's; scaled as Keras's glorot, biases small)."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((batch, DCGAN["noise"])).astype(np.float32)
+    x = rng.random((batch, 28, 28, 1), dtype=np.float32) * 2 - 1
+    params = []
+    for s in DCGAN_SHAPES:
+        if len(s) == 1:
+            params.append((rng.standard_normal(s) * 0.01).astype(np.float32))
+        else:
+            fan_in, fan_out = int(np.prod(s[:-1])), s[-1] * int(np.prod(s[:-2]))
+            params.append((rng.standard_normal(s) * np.sqrt(2.0 / (fan_in + fan_out)))
+                          .astype(np.float32))
+    return z, x, params
+
+
+def same_pads(size, k, s):
+    """(output size, (pad before, pad after)) of TF's SAME padding: the odd pad after."""
+    out = -(-size // s)
+    total = max((out - 1) * s + k - size, 0)
+    return out, (total // 2, total - total // 2)
+
+
+def _pad_same(x, k, s):
+    _, (lo, hi) = same_pads(x.shape[1], k, s)
+    return np.pad(x, [(0, 0), (lo, hi), (lo, hi), (0, 0)])
+
+
+def conv_same_numpy(x, w, s):
+    """SAME, stride ``s``, NHWC by HWIO, square images."""
+    k = w.shape[0]
+    win = _windows(_pad_same(x, k, s), k)[:, ::s, ::s]
+    return np.einsum("nhwcij,ijcf->nhwf", win, w, optimize=True)
+
+
+def conv_same_dw_numpy(x, dy, k, s):
+    """The filter gradient of ``conv_same_numpy(x, w, s)`` for ``w`` k x k."""
+    win = _windows(_pad_same(x, k, s), k)[:, ::s, ::s]
+    return np.einsum("nhwcij,nhwf->ijcf", win, dy, optimize=True)
+
+
+def conv_same_dx_numpy(dy, w, s, size):
+    """The input gradient of ``conv_same_numpy(x, w, s)`` for ``x`` of spatial size
+    ``size``, which is also ``tf.nn.conv2d_transpose(dy, w, [n, size, size, c], s,
+    "SAME")`` (``w`` read as ``[kh, kw, out, in]``): each position's columns ``dy @ w.T``
+    added back into its window of the padded input, whose padding is then cut off."""
+    k = w.shape[0]
+    _, (lo, hi) = same_pads(size, k, s)
+    n, ho, wo, _ = dy.shape
+    cols = np.tensordot(dy, w, axes=([3], [3]))  # [n, ho, wo, k, k, c]
+    dxp = np.zeros((n, size + lo + hi, size + lo + hi, w.shape[2]), np.float32)
+    for i in range(k):
+        for j in range(k):
+            dxp[:, i:i + s * (ho - 1) + 1:s, j:j + s * (wo - 1) + 1:s] += cols[:, :, :, i, j]
+    return dxp[:, lo:lo + size, lo:lo + size]
+
+
+def sigmoid_ce_numpy(logits, label):
+    """(mean sigmoid cross-entropy against a constant label, its gradient w.r.t. the
+    logits) in TF's stable form."""
+    loss = (np.maximum(logits, 0) - logits * label + np.log1p(np.exp(-np.abs(logits)))).mean()
+    return loss, (1 / (1 + np.exp(-logits)) - np.float32(label)) / np.float32(logits.size)
+
+
+class DCGANNumpy:
+    """The DCGAN step by hand, updating the arrays in place (as NumpyStep). Returns
+    (generator loss, discriminator loss)."""
+
+    def __init__(self, params, lr=DCGAN["lr"]):
+        self.params = params
+        self.lr = np.float32(lr)
+        self.a = np.float32(DCGAN["alpha"])
+        self.t = 0
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+
+    def _lrelu(self, z):
+        return np.where(z > 0, z, z * self.a), np.where(z > 0, np.float32(1), self.a)
+
+    def generator(self, z):
+        w1, b1, w2, b2, w3, b3 = self.params[:6]
+        n = len(z)
+        h1, d1 = self._lrelu(z @ w1 + b1)
+        h1 = h1.reshape(n, 7, 7, 64)
+        h2, d2 = self._lrelu(conv_same_dx_numpy(h1, w2, 2, 14) + b2)
+        fake = np.tanh(conv_same_dx_numpy(h2, w3, 2, 28) + b3)
+        return fake, (z, h1, d1, h2, d2, fake)
+
+    def gen_grads(self, cache, g_fake):
+        w1, b1, w2, b2, w3, b3 = self.params[:6]
+        z, h1, d1, h2, d2, fake = cache
+        g3 = g_fake * (1 - fake * fake)
+        gw3, gb3 = conv_same_dw_numpy(g3, h2, 5, 2), g3.sum((0, 1, 2))
+        g2 = conv_same_numpy(g3, w3, 2) * d2
+        gw2, gb2 = conv_same_dw_numpy(g2, h1, 5, 2), g2.sum((0, 1, 2))
+        g1 = conv_same_numpy(g2, w2, 2).reshape(len(z), -1) * d1
+        return [z.T @ g1, g1.sum(0), gw2, gb2, gw3, gb3]
+
+    def discriminator(self, x):
+        w1, b1, w2, b2, w3, b3 = self.params[6:]
+        e1, d1 = self._lrelu(conv_same_numpy(x, w1, 2) + b1)
+        e2, d2 = self._lrelu(conv_same_numpy(e1, w2, 2) + b2)
+        f = e2.reshape(len(x), -1)
+        return f @ w3 + b3, (x, e1, d1, e2, d2, f)
+
+    def disc_grads(self, cache, g, weights=True):
+        """(the gradients of the discriminator's parameters or None, that of its input)."""
+        w1, b1, w2, b2, w3, b3 = self.params[6:]
+        x, e1, d1, e2, d2, f = cache
+        g2 = (g @ w3.T).reshape(e2.shape) * d2
+        g1 = conv_same_dx_numpy(g2, w2, 2, 14) * d1
+        gx = conv_same_dx_numpy(g1, w1, 2, 28)
+        if not weights:
+            return None, gx
+        return [conv_same_dw_numpy(x, g1, 5, 2), g1.sum((0, 1, 2)),
+                conv_same_dw_numpy(e1, g2, 5, 2), g2.sum((0, 1, 2)), f.T @ g, g.sum(0)], gx
+
+    def __call__(self, z, x):
+        fake, gcache = self.generator(z)
+        real_logits, rcache = self.discriminator(x)
+        fake_logits, fcache = self.discriminator(fake)
+        l_real, g_real = sigmoid_ce_numpy(real_logits, 1)
+        l_fake, g_fake = sigmoid_ce_numpy(fake_logits, 0)
+        gen_loss, g_gen = sigmoid_ce_numpy(fake_logits, 1)
+        disc_loss = l_real + l_fake
+        d_real, _ = self.disc_grads(rcache, g_real)
+        d_fake, _ = self.disc_grads(fcache, g_fake)
+        d_grads = [a + b for a, b in zip(d_real, d_fake)]
+        _, g_img = self.disc_grads(fcache, g_gen, weights=False)
+        g_grads = self.gen_grads(gcache, g_img)
+        self.t += 1  # two Adams, each at its first, second, ... update
+        adam_numpy(self.params[:6], g_grads, self.m[:6], self.v[:6], self.t, self.lr)
+        adam_numpy(self.params[6:], d_grads, self.m[6:], self.v[6:], self.t, self.lr)
+        return gen_loss, disc_loss
+
+
+def dcgan_jittape(params, compiled, backend="cpu"):
+    """The same step with jittape: ``jt.nn.conv2d``, ``jt.nn.conv2d_transpose``,
+    ``jt.nn.leaky_relu``, ``jt.nn.sigmoid_cross_entropy_with_logits``, two tapes and two
+    ``jt.optimizers.Adam``; eager or ``@jt.function``. Returns (step(z, x) returning
+    (generator loss, discriminator loss), variables)."""
+    import jittape as jt
+
+    vs = [jt.Variable(p.copy()) for p in params]
+    gen, disc = vs[:6], vs[6:]
+    lr, alpha = DCGAN["lr"], DCGAN["alpha"]
+    gen_opt = jt.optimizers.Adam(lr, beta_1=B1, beta_2=B2, epsilon=EPS)
+    disc_opt = jt.optimizers.Adam(lr, beta_1=B1, beta_2=B2, epsilon=EPS)
+
+    def generator(z):
+        w1, b1, w2, b2, w3, b3 = gen
+        n = z.shape[0]
+        h = jt.reshape(jt.nn.leaky_relu(z @ w1 + b1, alpha), [n, 7, 7, 64])
+        h = jt.nn.leaky_relu(jt.nn.conv2d_transpose(h, w2, [n, 14, 14, 32], 2, "SAME") + b2,
+                             alpha)
+        return jt.tanh(jt.nn.conv2d_transpose(h, w3, [n, 28, 28, 1], 2, "SAME") + b3)
+
+    def discriminator(x):
+        w1, b1, w2, b2, w3, b3 = disc
+        h = jt.nn.leaky_relu(jt.nn.conv2d(x, w1, 2, "SAME") + b1, alpha)
+        h = jt.nn.leaky_relu(jt.nn.conv2d(h, w2, 2, "SAME") + b2, alpha)
+        return jt.reshape(h, [-1, 7 * 7 * 64]) @ w3 + b3
+
+    def bce(labels, logits):
+        return jt.reduce_mean(jt.nn.sigmoid_cross_entropy_with_logits(labels=labels,
+                                                                      logits=logits))
+
+    def step(z, x):
+        with jt.GradientTape(backend=backend) as gen_tape, \
+                jt.GradientTape(backend=backend) as disc_tape:
+            fake = generator(z)
+            real_logits, fake_logits = discriminator(x), discriminator(fake)
+            gen_loss = bce(jt.ones_like(fake_logits), fake_logits)
+            disc_loss = (bce(jt.ones_like(real_logits), real_logits)
+                         + bce(jt.zeros_like(fake_logits), fake_logits))
+        gen_grads = gen_tape.gradient(gen_loss, gen)
+        disc_grads = disc_tape.gradient(disc_loss, disc)
+        gen_opt.apply_gradients(zip(gen_grads, gen))
+        disc_opt.apply_gradients(zip(disc_grads, disc))
+        return gen_loss, disc_loss
 
     fn = jt.function(step, backend=backend) if compiled else step
     return fn, vs
