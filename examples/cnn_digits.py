@@ -1,14 +1,16 @@
 """A convnet on scikit-learn's digits upscaled to 28x28, trained with ``model.fit``.
 
 Keras' "Simple MNIST convnet" (Conv2D 32 -> MaxPooling2D -> Conv2D 64 -> MaxPooling2D ->
-Flatten -> Dropout -> Dense softmax; Adam; categorical cross-entropy) with ``tf`` replaced
-by ``jt``, and the augmentation layers of Keras' "Data augmentation" guide
-(``RandomRotation``, ``RandomZoom``, ``RandomTranslation``) at the head of the model: they
-transform the images in ``fit`` (``training=True``) and pass them through unchanged in
-``evaluate`` and ``predict``.
+Flatten -> Dropout -> Dense softmax; Adam; categorical cross-entropy) as Keras writes it,
+with ``keras`` imported from ``jittape``, and the augmentation layers of Keras' "Data
+augmentation" guide (``RandomRotation``, ``RandomZoom``, ``RandomTranslation``) at the head
+of the model: they transform the images in ``fit`` (``training=True``) and pass them
+through unchanged in ``evaluate`` and ``predict``.
 
 The 1,797 8x8 digits (1,437 to train on, 360 to test) are upscaled to 28x28 with
 ``jt.image.resize``, MNIST's size. ``fit`` prints Keras' progress bar (``verbose=1``).
+Batches of 32 for 30 epochs (the Keras example: 128 for 15, on 60,000 images); the test
+accuracy ends at 98-99% (98.9% with the default seed, 98.3% with seed 1).
 
 Run: python examples/cnn_digits.py [--epochs N] [--size 28]
 Needs the ``examples`` extra (scikit-learn for the data).
