@@ -28,8 +28,8 @@ def _step(w, b, strides, padding, data_format="NHWC"):
     return step
 
 
-def _kernels(fn, x) -> list:
-    return [ln for ln in str(fn.explain(x)).splitlines() if ln.startswith("k")]
+def _kernels(fn, *args) -> list:
+    return [ln for ln in str(fn.explain(*args)).splitlines() if ln.startswith("k")]
 
 
 def _compare(step, x, expect_fused):
@@ -57,6 +57,40 @@ def test_epilogue_runs_in_the_convolution_kernel(cfg):
     b = jt.Variable(rng.standard_normal(ws[-1]).astype(np.float32))
     x = jt.constant(rng.standard_normal(xs).astype(np.float32))
     _compare(_step(w, b, s, pad, fmt), x, f"({how})")
+
+
+def test_epilogue_with_three_operands_compiles():
+    """A sigmoid Conv2D under a mean squared error (the last layer of TF's denoising
+    autoencoder): the epilogue loads three operands, ``y0``..``y2``, and the third was
+    shadowed by the kernel's own ``y2`` (the output's matrix view), a Numba typing error
+    that sent the whole step to ``interpret``."""
+    import warnings
+
+    from jittape.compiler.backends.runtime import CompileWarning
+
+    rng = np.random.default_rng(2)
+    w = jt.Variable(rng.standard_normal((3, 3, 4, 1)).astype(np.float32))
+    b = jt.Variable(np.zeros(1, np.float32))
+    x = jt.constant(rng.standard_normal((2, 6, 6, 4)).astype(np.float32))
+    t = jt.constant(rng.random((2, 6, 6, 1)).astype(np.float32))
+
+    def step(x, t):
+        with jt.GradientTape() as tape:
+            y = jt.sigmoid(jt.nn.conv2d(x, w, 1, "SAME") + b)
+            loss = jt.reduce_mean(jt.square(y - t))
+        return (loss, *tape.gradient(loss, [w, b]))
+
+    want = [np.asarray(v) for v in step(x, t)]
+    fn = jt.function(step, backend="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        fn(x, t)
+        assert fn.wait()
+        got = [np.asarray(v) for v in fn(x, t)]
+    for k, (a, b_) in enumerate(zip(got, want)):
+        assert_same(a, b_, f"output {k}")
+    ks = _kernels(fn, x, t)
+    assert any("(packed GEMM), then add, sigmoid, subtract, square" in k for k in ks), ks
 
 
 def test_packed_gemm_over_several_batch_tiles(monkeypatch):

@@ -420,6 +420,25 @@ def test_sequential_builds_from_input_shape():
         model(np.ones((2, 4), np.float32))
 
 
+def test_sequential_input_and_output_shape_as_keras():
+    """TF's DCGAN tutorial asserts ``model.output_shape`` after each ``add``."""
+    model = jt.keras.Sequential()
+    with pytest.raises(AttributeError, match="no defined output shape yet"):
+        model.output_shape
+    model.add(L.Dense(7 * 7 * 4, use_bias=False, input_shape=(10,)))
+    model.add(L.Reshape((7, 7, 4)))
+    assert model.input_shape == (None, 10) and model.output_shape == (None, 7, 7, 4)
+    model.add(L.Conv2DTranspose(2, (5, 5), strides=(2, 2), padding="same"))
+    assert model.output_shape == (None, 14, 14, 2)
+    fixed = jt.keras.Sequential([jt.keras.Input(shape=(3,), batch_size=8), L.Dense(2)])
+    assert fixed.input_shape == (8, 3) and fixed.output_shape == (8, 2)
+    lazy = jt.keras.Sequential([L.Dense(2)])
+    with pytest.raises(AttributeError, match="no defined input shape yet"):
+        lazy.input_shape
+    lazy(np.ones((5, 3), np.float32))  # built by its first call
+    assert lazy.input_shape == (None, 3) and lazy.output_shape == (None, 2)
+
+
 def test_sequential_forward_matches_numpy_and_training_flag():
     model = make_mlp()
     model(X)

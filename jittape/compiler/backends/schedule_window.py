@@ -178,7 +178,9 @@ def _pack(geo, xa):
 
 
 # ---------------------------------------------------------------------------
-# The three ops' statements, over arrays named by the caller
+# The three ops' statements, over arrays named by the caller. Their own names end in a
+# letter (``wmat``, ``pat``): a fused epilogue's values are named ``y0``, ``m0``, ..., and
+# ``y2`` for the output's matrix view once shadowed the epilogue's third load
 
 
 def conv_stmts(geo, xa, wa, ya, dt) -> list:
@@ -188,11 +190,11 @@ def conv_stmts(geo, xa, wa, ya, dt) -> list:
         T = geo.tile()
         P, KC, F = _dprod(geo.yshape[1:-1]), _dprod((*geo.ksize, geo.C)), _d(geo.F)
         return [
-            View("w2", wa, "reshape", (KC, F)),
-            View("y2", ya, "reshape", (f"{N} * {P}", F)),
+            View("wmat", wa, "reshape", (KC, F)),
+            View("ymat", ya, "reshape", (f"{N} * {P}", F)),
             Alloc("pat", (f"min({T}, {N}) * {P}", KC), dt),
             *_tiles(geo, N, (), _pack(geo, xa), (
-                Gemm(f"pat[:nt * {P}]", "w2", f"y2[n0 * {P}:(n0 + nt) * {P}]"),)),
+                Gemm(f"pat[:nt * {P}]", "wmat", f"ymat[n0 * {P}:(n0 + nt) * {P}]"),)),
         ]
     G, Cg, Fg = geo.groups, _d(geo.Cg), _d(geo.Fg)
     xi = f"{xa}[nn, {', '.join(_at('ix', ns))}"
@@ -229,11 +231,11 @@ def backprop_input_stmts(geo, dya, wa, dxa, dt) -> list:
         per_image = _out_nest(geo, [Let("r", geo.row("ii")), *_taps_nest(geo, scatter)])
         return [
             Fill(dxa, "0"),
-            View("w2", wa, "reshape", (KC, F)),
-            View("dy2", dya, "reshape", (f"{N} * {P}", F)),
+            View("wmat", wa, "reshape", (KC, F)),
+            View("dymat", dya, "reshape", (f"{N} * {P}", F)),
             Alloc("cols", (f"min({T}, {N}) * {P}", KC), dt),
             *_tiles(geo, N, (
-                Gemm(f"dy2[n0 * {P}:(n0 + nt) * {P}]", "w2.T", f"cols[:nt * {P}]"),),
+                Gemm(f"dymat[n0 * {P}:(n0 + nt) * {P}]", "wmat.T", f"cols[:nt * {P}]"),),
                 per_image, ()),
         ]
     G, Cg, Fg = geo.groups, _d(geo.Cg), _d(geo.Fg)
@@ -253,15 +255,15 @@ def backprop_filter_stmts(geo, xa, dya, dwa, dt) -> list:
     if geo.formulation() == "gemm":
         T = geo.tile()
         P, KC, F = _dprod(geo.yshape[1:-1]), _dprod((*geo.ksize, geo.C)), _d(geo.F)
-        rows = f"dy2[n0 * {P}:(n0 + nt) * {P}]"
+        rows = f"dymat[n0 * {P}:(n0 + nt) * {P}]"
         return [
-            View("dw2", dwa, "reshape", (KC, F)),
-            View("dy2", dya, "reshape", (f"{N} * {P}", F)),
+            View("dwmat", dwa, "reshape", (KC, F)),
+            View("dymat", dya, "reshape", (f"{N} * {P}", F)),
             Alloc("pat", (f"min({T}, {N}) * {P}", KC), dt),
             If(f"{N} == 0", (Fill(dwa, "0"),)),
             # the first tile writes dw, the later ones add to it (beta 1)
             *_tiles(geo, N, (), _pack(geo, xa), (
-                Gemm(f"pat[:nt * {P}].T", rows, "dw2", "0.0 if t == 0 else 1.0"),)),
+                Gemm(f"pat[:nt * {P}].T", rows, "dwmat", "0.0 if t == 0 else 1.0"),)),
         ]
     G, Cg, Fg = geo.groups, _d(geo.Cg), _d(geo.Fg)
     dyi = f"{dya}[nn, {', '.join(_at('op', ns))}"

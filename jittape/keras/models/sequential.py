@@ -30,6 +30,37 @@ class Sequential(Trainer, Layer):
     def layers(self) -> list:
         return list(self._stack)
 
+    @property
+    def input_shape(self):
+        """The shape of the model's input, batch dimension first (None unless an ``Input``
+        fixed it), once the model is built; AttributeError before, as Keras 3.
+
+        Example::
+
+            model = jt.keras.Sequential([jt.keras.layers.Dense(8, input_shape=(16,))])
+            model.input_shape   # (None, 16)
+        """
+        if not self.built or self._build_input_shape is None:
+            raise AttributeError(f"Sequential model '{self.name}' has no defined input shape yet.")
+        return self.__dict__.get("_input_batch_shape") or tuple(self._build_input_shape)
+
+    @property
+    def output_shape(self):
+        """The shape of the model's output, from the layers' ``compute_output_shape``, once
+        the model is built (TF's DCGAN tutorial checks each ``add`` with it); AttributeError
+        before, as Keras 3.
+
+        Example::
+
+            model = jt.keras.Sequential([jt.keras.layers.Dense(8, input_shape=(16,))])
+            model.add(jt.keras.layers.Reshape((2, 4)))
+            model.output_shape  # (None, 2, 4)
+        """
+        if not self.built or self._build_input_shape is None:
+            raise AttributeError(f"Sequential model '{self.name}' has no defined output shape "
+                                 f"yet.")
+        return self._output_shape_of(self._stack, self.input_shape)
+
     def add(self, layer):
         """Append a layer (building it at once when the model is already built).
 
