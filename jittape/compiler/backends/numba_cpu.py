@@ -115,7 +115,10 @@ def statements(stmts, threaded: bool, call_suffix: str = "", timed: bool = False
             elif isinstance(s, View):
                 out.append(f"{pad}{s.name} = {_view(s)}")
             elif isinstance(s, Gemm):
-                out.append(f"{pad}_gm.gemm({s.a}, {s.b}, {s.out}, {s.beta})")
+                # np.dot reads any layout (a strided view of a graph's input); the intrinsic,
+                # which adds into out, serves the kernels that pass it row/column-major views
+                out.append(f"{pad}np.dot({s.a}, {s.b}, {s.out})" if s.beta == "0.0"
+                           else f"{pad}_gm.gemm({s.a}, {s.b}, {s.out}, {s.beta})")
             elif isinstance(s, Dim):
                 out.append(f"{pad}{s.name} = {s.array}.shape[{s.axis}]")
             elif isinstance(s, Call):  # through the table: slot = the call site
@@ -164,7 +167,7 @@ def _calls_gemm(body) -> bool:
     stack = list(body)
     while stack:
         s = stack.pop()
-        if isinstance(s, Gemm):
+        if isinstance(s, Gemm) and s.beta != "0.0":
             return True
         stack.extend(getattr(s, "body", ()) or ())
     return False
