@@ -21,7 +21,7 @@ error here, and a spy on ``cpu.run`` fails a test whose graph ran on interpret s
    subset of a rank-3 tensor with and without keepdims.
 3. Random tape programs (hypothesis, ``test_random_graphs.programs``): gradients, first
    and second order, float64 and float32; random IR graphs
-   (``test_passes_random.graphs``).
+   (``test_passes_random.graphs``), and with window ops (``window_graphs``).
 4. NaN and Inf: every elementwise op and the reductions on special values; NaN and Inf
    through compiled gradients; check_numerics raising in a compiled backward graph.
 5. Minimal reproductions of the gaps these tests found.
@@ -561,6 +561,16 @@ def test_random_ir_graphs(case):
     views, duplicates, several outputs), compiled after the cpu pipeline."""
     graph, feeds, _ = case
     compare_graph(graph, feeds, "random graph")
+
+
+@settings(max_examples=N_RANDOM)
+@given(st.sampled_from(DTYPES).flatmap(pr.window_graphs))
+def test_random_ir_graphs_with_window_ops(case):
+    """Random IR graphs with convolutions, pools and their gradients (channels-first
+    operands through a transpose, a bias and an activation after a convolution: its
+    epilogue), compiled after the cpu pipeline."""
+    graph, feeds, _ = case
+    compare_graph(graph, feeds, "random graph with window ops")
 
 
 # ---------------------------------------------------------------------------
