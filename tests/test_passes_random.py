@@ -15,6 +15,16 @@ bound, and a comparison whose operands nearly tie: a pass may legitimately chang
 result by a few ulps (``exp(log(x)) -> x``, another summation order), and a
 comparison must not turn that into a different branch.
 
+``window_graphs`` starts from an image ([N, *S, C], one or two spatial axes) and adds
+one to three window nodes among the others: ``conv`` (grouped now and then),
+``conv_backprop_input``, ``conv_backprop_filter``, ``max_pool``, ``avg_pool``,
+``max_pool_grad``, ``max_pool_grad_grad`` and ``avg_pool_grad``, with random kernel
+sizes, strides, dilations and pads, sometimes on a channels-first value read through a
+transpose, and after a convolution sometimes a bias and an activation (its epilogue,
+once fused). Their filters and output gradients are values of the graph, new inputs
+or constants. A max pool's gradient is left out when the top two of a window nearly
+tie, as a comparison is.
+
 After each single pass, after ``fuse`` followed by ``plan_buffers`` (the interpreter
 runs a planned graph inside its buffers, so a bad plan gives wrong numbers) and after
 the whole pipeline, the graph is verified and interpreted, and its outputs are
