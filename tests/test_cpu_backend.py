@@ -45,13 +45,13 @@ from hypothesis import strategies as st
 import jittape as jt
 import passes
 from jittape.compiler import backends
-from jittape.compiler.backends import cpu
+from jittape.compiler.backends import cpu, schedule_window
 from jittape.compiler.ir import OP_TABLE, Const, GraphBuilder, Type, get_op
 
 import test_passes_random as pr
 import test_random_graphs as rg
-from cpu_cases import STRIDED_FEED, CompileSpy, assert_same, compare_graph, gradients, memo, \
-    record, trace_forward
+from cpu_cases import KERNEL_SETTINGS, STRIDED_FEED, CompileSpy, assert_same, compare_graph, \
+    gradients, memo, record, trace_forward
 from ops.cases import CASES
 
 pytestmark = pytest.mark.filterwarnings("error::jittape.compiler.backends.cpu.CompileWarning")
@@ -564,13 +564,18 @@ def test_random_ir_graphs(case):
 
 
 @settings(max_examples=N_RANDOM)
-@given(st.sampled_from(DTYPES).flatmap(pr.window_graphs))
-def test_random_ir_graphs_with_window_ops(case):
+@given(st.sampled_from(DTYPES).flatmap(pr.window_graphs),
+       st.sampled_from(sorted(KERNEL_SETTINGS)))
+def test_random_ir_graphs_with_window_ops(case, kernels):
     """Random IR graphs with convolutions, pools and their gradients (channels-first
-    operands through a transpose, a bias and an activation after a convolution: its
-    epilogue), compiled after the cpu pipeline."""
+    operands through a transpose; a bias, a product and an activation after a
+    convolution: its epilogue), compiled after the cpu pipeline, with the packed-GEMM
+    formulation forced or not (``cpu_cases.KERNEL_SETTINGS``)."""
     graph, feeds, _ = case
-    compare_graph(graph, feeds, "random graph with window ops")
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in KERNEL_SETTINGS[kernels].items():
+            mp.setattr(schedule_window, name, value)
+        compare_graph(graph, feeds, f"random graph with window ops ({kernels})")
 
 
 # ---------------------------------------------------------------------------

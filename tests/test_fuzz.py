@@ -81,10 +81,10 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import jittape as jt
-from jittape.compiler.backends import cpu
+from jittape.compiler.backends import cpu, schedule_window
 from jittape.ops import window_geometry
 
-from cpu_cases import COMPILED, CompileSpy, assert_same, record
+from cpu_cases import COMPILED, KERNEL_SETTINGS, CompileSpy, assert_same, record
 from test_passes_random import _fits, _reshapes
 from tolerances import tol
 
@@ -1019,10 +1019,10 @@ WINDOW_EXAMPLES = max(1, N_EXAMPLES // 2)
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
-@given(window_programs())
+@given(window_programs(), st.sampled_from(sorted(KERNEL_SETTINGS)))
 # always: a strided SAME convolution with a bias and a relu (its epilogue), then a max
 # pool with explicit pads (second order through max_pool_grad_grad)
-@example(prog=Program(
+@example(kernels="packed GEMM, one image per tile", prog=Program(
     inputs=((2, 5, 4, 2), (BANK,), (3,)), variables=(), steps=(
         Step("window", "conv2d", (0, 1), {
             "format": "NHWC", "first": False, "ksize": (3, 2), "strides": [1, 2, 1, 1],
@@ -1034,8 +1034,11 @@ WINDOW_EXAMPLES = max(1, N_EXAMPLES // 2)
             "format": "NHWC", "first": False, "ksize": [2, 2], "strides": 1, "dilations": 1,
             "padding": [[0, 0], [1, 0], [0, 1], [0, 0]], "pooling": "MAX", "c": 4})),
     seed=2))
-def test_random_window_programs_agree_everywhere(spy, prog):
-    check_program(prog, spy)
+def test_random_window_programs_agree_everywhere(spy, prog, kernels):
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in KERNEL_SETTINGS[kernels].items():
+            mp.setattr(schedule_window, name, value)
+        check_program(prog, spy)
 
 
 # ---------------------------------------------------------------------------

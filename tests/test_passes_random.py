@@ -20,8 +20,8 @@ one to three window nodes among the others: ``conv`` (grouped now and then),
 ``conv_backprop_input``, ``conv_backprop_filter``, ``max_pool``, ``avg_pool``,
 ``max_pool_grad``, ``max_pool_grad_grad`` and ``avg_pool_grad``, with random kernel
 sizes, strides, dilations and pads, sometimes on a channels-first value read through a
-transpose, and after a convolution sometimes a bias and an activation (its epilogue,
-once fused). Their filters and output gradients are values of the graph, new inputs
+transpose, and after a convolution sometimes a bias, a product with another value and
+an activation (its epilogue, once fused). Their filters and output gradients are values of the graph, new inputs
 or constants. A max pool's gradient is left out when the top two of a window nearly
 tie, as a comparison is.
 
@@ -422,6 +422,8 @@ def _window_step(draw, g):
         if y is not None and name == "conv" and draw(st.booleans()):
             b = draw(_operand(g, (f,)))
             y = g.emit("add", (y, b))
+            if y is not None and draw(st.booleans()):  # a residual: a third load
+                y = g.emit("multiply", (y, draw(_operand(g, g.shape(y)))))
             if y is not None and draw(st.booleans()):
                 g.emit(draw(st.sampled_from(["relu", "tanh", "square"])), (y,))
         return
