@@ -61,7 +61,7 @@ kernel cache; a window step adds kernels of its own configuration (forward, both
 backprops and their second-order partners), so ``WINDOW_EXAMPLES`` is half the count
 (plus one fixed example). The default count (``DEFAULT_EXAMPLES``) keeps the file
 within about two and a half minutes on a 2-core machine with an empty cache (95 s, and
-about 50 s more for the window programs; seconds when the cache is warm);
+35-45 s more for the window programs; seconds when the cache is warm);
 ``JITTAPE_FUZZ_EXAMPLES=200`` (any count) runs a longer search. Hypothesis is derandomized on CI (``tests/conftest.py``);
 ``HYPOTHESIS_PROFILE=dev`` draws fresh programs. A failing program prints as a
 ``Program(...)`` literal: paste it into a regression test at the end of this file.
