@@ -89,6 +89,20 @@ class CompileSpy:
 
 
 # ---------------------------------------------------------------------------
+# Convolution kernels: the settings random window tests draw from
+
+# the cpu backend packs windows for a GEMM only from 16 taps x channels
+# (``schedule_window.GEMM_MIN_KC``), which the random tests' tiny filters seldom reach:
+# each of their examples draws one of these, set on ``schedule_window`` while it runs
+# (one image per tile: the filter gradient adds each tile's product)
+KERNEL_SETTINGS = {
+    "as shipped": {},
+    "packed GEMM": {"GEMM_MIN_KC": 1},
+    "packed GEMM, one image per tile": {"GEMM_MIN_KC": 1, "PATCH_ELEMS": 1},
+}
+
+
+# ---------------------------------------------------------------------------
 # Comparing
 
 

@@ -21,7 +21,7 @@ error here, and a spy on ``cpu.run`` fails a test whose graph ran on interpret s
    subset of a rank-3 tensor with and without keepdims.
 3. Random tape programs (hypothesis, ``test_random_graphs.programs``): gradients, first
    and second order, float64 and float32; random IR graphs
-   (``test_passes_random.graphs``).
+   (``test_passes_random.graphs``), and with window ops (``window_graphs``).
 4. NaN and Inf: every elementwise op and the reductions on special values; NaN and Inf
    through compiled gradients; check_numerics raising in a compiled backward graph.
 5. Minimal reproductions of the gaps these tests found.
@@ -45,13 +45,13 @@ from hypothesis import strategies as st
 import jittape as jt
 import passes
 from jittape.compiler import backends
-from jittape.compiler.backends import cpu
+from jittape.compiler.backends import cpu, schedule_window
 from jittape.compiler.ir import OP_TABLE, Const, GraphBuilder, Type, get_op
 
 import test_passes_random as pr
 import test_random_graphs as rg
-from cpu_cases import STRIDED_FEED, CompileSpy, assert_same, compare_graph, gradients, memo, \
-    record, trace_forward
+from cpu_cases import KERNEL_SETTINGS, STRIDED_FEED, CompileSpy, assert_same, compare_graph, \
+    gradients, memo, record, trace_forward
 from ops.cases import CASES
 
 pytestmark = pytest.mark.filterwarnings("error::jittape.compiler.backends.cpu.CompileWarning")
@@ -561,6 +561,21 @@ def test_random_ir_graphs(case):
     views, duplicates, several outputs), compiled after the cpu pipeline."""
     graph, feeds, _ = case
     compare_graph(graph, feeds, "random graph")
+
+
+@settings(max_examples=N_RANDOM)
+@given(st.sampled_from(DTYPES).flatmap(pr.window_graphs),
+       st.sampled_from(sorted(KERNEL_SETTINGS)))
+def test_random_ir_graphs_with_window_ops(case, kernels):
+    """Random IR graphs with convolutions, pools and their gradients (channels-first
+    operands through a transpose; a bias, a product and an activation after a
+    convolution: its epilogue), compiled after the cpu pipeline, with the packed-GEMM
+    formulation forced or not (``cpu_cases.KERNEL_SETTINGS``)."""
+    graph, feeds, _ = case
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in KERNEL_SETTINGS[kernels].items():
+            mp.setattr(schedule_window, name, value)
+        compare_graph(graph, feeds, f"random graph with window ops ({kernels})")
 
 
 # ---------------------------------------------------------------------------

@@ -44,10 +44,24 @@ kink (or the top two of a ``reduce_max`` tie within it, or a ``norm`` is near 0)
 value is not finite or exceeds ``BOUND``. ``cast`` is not drawn: a float32 round trip
 is noise to a 1e-6 finite difference.
 
+``window_programs`` (``test_random_window_programs_agree_everywhere``) draws programs
+over an image (batch 1-2, 1 or 2 spatial axes of 3-6, 1-3 channels, channels first or
+last) and a filter bank, with one or two window steps among the others: ``conv1d``,
+``conv2d``, ``convolution`` (grouped when the filter's depth divides the channels),
+``conv1d_transpose``, ``conv2d_transpose``, ``depthwise_conv2d``, ``separable_conv2d``,
+``max_pool``/``avg_pool`` (rank-generic, 1d, 2d) and ``pool`` (dilations), with random
+kernel sizes (1-3), strides, dilations and padding (SAME, VALID, explicit pairs), NWC/NHWC
+or NCW/NCHW. A filter is a slice of a value (usually the bank), reshaped, so its gradient
+flows back through the slice. A max pool's operand is shifted by a random constant, and
+the step is left out when the top two of a window are within ``GAP``.
+
 Cost: every example compiles three graphs with Numba (the cpu tape's first- and
 second-order backward graphs and the function's program), 0.3-6 s each on an empty
-kernel cache. The default count (``DEFAULT_EXAMPLES``) keeps the file within about two
-minutes on a 2-core machine with an empty cache (95 s; seconds when the cache is warm);
+kernel cache; a window step adds kernels of its own configuration (forward, both
+backprops and their second-order partners), so ``WINDOW_EXAMPLES`` is half the count
+(plus one fixed example). The default count (``DEFAULT_EXAMPLES``) keeps the file
+within about two and a half minutes on a 2-core machine with an empty cache (95 s, and
+35-45 s more for the window programs; seconds when the cache is warm);
 ``JITTAPE_FUZZ_EXAMPLES=200`` (any count) runs a longer search. Hypothesis is derandomized on CI (``tests/conftest.py``);
 ``HYPOTHESIS_PROFILE=dev`` draws fresh programs. A failing program prints as a
 ``Program(...)`` literal: paste it into a regression test at the end of this file.
@@ -63,13 +77,14 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import jittape as jt
-from jittape.compiler.backends import cpu
+from jittape.compiler.backends import cpu, schedule_window
+from jittape.ops import window_geometry
 
-from cpu_cases import COMPILED, CompileSpy, assert_same, record
+from cpu_cases import COMPILED, KERNEL_SETTINGS, CompileSpy, assert_same, record
 from test_passes_random import _fits, _reshapes
 from tolerances import tol
 
@@ -235,6 +250,8 @@ def _apply(step, vals, env, k):
         return jt.unstack(x[0], axis=a["axis"])[a["k"]]
     if kind == "softmax":
         return getattr(jt.nn, name)(x[0], a["axis"])
+    if kind == "window":
+        return _window(name, x, a)
     raise AssertionError(f"unknown step {step}")
 
 
@@ -525,6 +542,8 @@ def _margin(step, arrays):
     if kind == "reduce" and name == "norm":
         n = np.sqrt(np.sum(arrays[0] ** 2, axis=a["axis"]))
         return float(np.min(n)) / 5  # sqrt's curvature: the norm keeps 5 * GAP from 0
+    if kind == "window" and a.get("pooling") == "MAX":
+        return _pool_top_gap(arrays[0] + _offset(a["c"], arrays[0].shape), a)
     return math.inf
 
 
@@ -534,7 +553,16 @@ def programs(draw):
     inputs = tuple(draw(st.lists(st.sampled_from(SHAPES), min_size=1, max_size=2)))
     variables = tuple(draw(st.lists(st.sampled_from(SHAPES), max_size=2)))
     n_steps = draw(st.integers(2, 6))
-    prog = Program(inputs, variables, (), seed)
+    return _grow(draw, Program(inputs, variables, (), seed), n_steps,
+                 lambda shapes, var_shapes, steps: _step(shapes, var_shapes))
+
+
+def _grow(draw, prog, n_steps, step_strategy):
+    """``prog`` (no steps yet) with a read of each variable, then up to ``n_steps``
+    steps drawn from ``step_strategy(shapes, var_shapes, steps so far)``, each evaluated
+    on the example's data and kept only if its operands are away from kinks and its
+    value is finite, bounded and not empty."""
+    inputs, variables = prog.inputs, prog.variables
     env = ValueEnv(prog)
     vals = [env.input(i) for i in range(len(inputs))]
     shapes = list(inputs)
@@ -547,7 +575,7 @@ def programs(draw):
     for _ in range(4 * n_steps):
         if len(steps) >= n_steps:
             break
-        step = draw(_step(shapes, variables))
+        step = draw(step_strategy(shapes, variables, steps))
         if step is None or any(i is None for i in step.ins):
             continue
         k = len(vals)
@@ -566,6 +594,248 @@ def programs(draw):
         vals.append(v)
         shapes.append(None if v is None else tuple(v.shape))
     return prog._replace(steps=tuple(steps))
+
+
+# ---------------------------------------------------------------------------
+# Window steps: convolutions and pools (test_random_window_programs_agree_everywhere)
+#
+# A window step reads a rank-3 (1-d) or rank-4 (2-d) value as channels last or first and
+# applies one of TF's functions: conv1d/conv2d/convolution (groups where the filter's
+# depth divides the channels), conv1d/conv2d_transpose, depthwise_conv2d,
+# separable_conv2d, max_pool/avg_pool (1d, 2d and the rank-generic ones) or pool
+# (dilations). Strides, dilations, kernel sizes and padding (SAME, VALID, explicit pairs)
+# are drawn per axis, as an int, a list per spatial axis or TF's list over all axes.
+# A filter is cut from any value with enough elements (usually BANK, an input or a
+# variable): its flattened elements offset .. offset + size, reshaped and scaled by
+# 1/sqrt(fan-in), so the filter's gradient reaches that value through a slice and a
+# reshape. A max pool sees its operand plus a random constant and is left out when the
+# top two of a window are within GAP (``_pool_top_gap``).
+
+BANK = 81  # the largest filter: 3x3 taps, 3 channels in, 3 out
+MAX_CHANNELS = 3  # a window step reads values of at most this many channels
+MAX_SPATIAL = 8  # ... and spatial sizes
+
+
+def _filter(v, offset, shape, fan_in):
+    n = math.prod(shape)
+    flat = jt.reshape(v, [-1])[offset:offset + n]
+    return jt.reshape(flat, shape) * (1.0 / math.sqrt(fan_in))
+
+
+def _window(name, x, a):
+    """The value of window step ``name`` (see ``_window_step``) on operands ``x``."""
+    fmt = a["format"]
+    if a.get("pooling"):
+        v = x[0] + _offset(a.get("c"), x[0].shape) if a["pooling"] == "MAX" else x[0]
+        if name == "pool":
+            return jt.nn.pool(v, a["ksize"], a["pooling"], a["strides"], a["padding"],
+                              data_format=fmt, dilations=a["dilations"])
+        return getattr(jt.nn, name)(v, a["ksize"], a["strides"], a["padding"],
+                                    data_format=fmt)
+    w = _filter(x[1], a["offset"], a["fshape"], a["fan_in"])
+    if name in ("conv1d", "conv2d", "convolution"):
+        return getattr(jt.nn, name)(x[0], w, a["strides"], a["padding"], data_format=fmt,
+                                    dilations=a["dilations"])
+    if name in ("conv1d_transpose", "conv2d_transpose"):
+        return getattr(jt.nn, name)(x[0], w, a["output_shape"], a["strides"], a["padding"],
+                                    data_format=fmt, dilations=a["dilations"])
+    if name == "depthwise_conv2d":
+        return jt.nn.depthwise_conv2d(x[0], w, a["strides"], a["padding"], data_format=fmt,
+                                      dilations=a["dilations"])
+    if name == "separable_conv2d":
+        pw = _filter(x[1], a["offset2"], a["fshape2"], a["fshape2"][2])
+        return jt.nn.separable_conv2d(x[0], w, pw, a["strides"], a["padding"],
+                                      data_format=fmt, dilations=a["dilations"])
+    raise AssertionError(f"unknown window step {name}")
+
+
+def _layout(shape, first):
+    """(batch, spatial sizes, channels) of a value read as channels first or last."""
+    return (shape[0], tuple(shape[2:]), shape[1]) if first else \
+        (shape[0], tuple(shape[1:-1]), shape[-1])
+
+
+def _resolved_pads(a, spatial):
+    """The (low, high) pads per spatial axis of window step attributes ``a``."""
+    ns = len(spatial)
+    k = window_geometry.per_axis("fuzz", "ksize", a["ksize"], ns, a["first"])
+    s = window_geometry.per_axis("fuzz", "strides", a["strides"], ns, a["first"])
+    d = window_geometry.per_axis("fuzz", "dilations", a["dilations"], ns, a["first"])
+    return k, s, d, window_geometry.pads_for("fuzz", a["padding"], spatial, k, s, d,
+                                             a["first"])
+
+
+def _pool_top_gap(z, a):
+    """The smallest gap between the two largest inputs of a max pool's windows (only
+    the positions inside the input count: the padding never wins)."""
+    first = a["first"]
+    z = np.moveaxis(z, 1, -1) if first else z
+    k, s, d, pads = _resolved_pads(a, z.shape[1:-1])
+    zp = np.pad(z, [(0, 0), *pads, (0, 0)], constant_values=-np.inf)
+    outs = [window_geometry.out_size(n, kk, ss, dd, lo, hi)
+            for n, kk, ss, dd, (lo, hi) in zip(z.shape[1:-1], k, s, d, pads)]
+    gap = math.inf
+    for o in itertools.product(*map(range, outs)):
+        key = tuple(slice(oo * ss, oo * ss + (kk - 1) * dd + 1, dd)
+                    for oo, kk, ss, dd in zip(o, k, s, d))
+        win = zp[(slice(None), *key, slice(None))].reshape(z.shape[0], -1, z.shape[-1])
+        if win.shape[1] < 2:
+            continue
+        top = np.sort(win, axis=1)[:, -2:, :]
+        inside = np.isfinite(top[:, 0])  # -inf: the window has one position inside
+        diff = top[:, 1] - np.where(inside, top[:, 0], 0.0)
+        gap = min(gap, float(np.min(np.where(inside, diff, math.inf))))
+    return gap
+
+
+@st.composite
+def _spatial_args(draw, ns, first, bound):
+    """An int, a list per spatial axis or TF's list over all axes, of values in
+    ``1..bound``; returns (the argument, the per-axis tuple)."""
+    vals = tuple(draw(st.integers(1, bound)) for _ in range(ns))
+    form = draw(st.integers(0, 2))
+    if form == 0 and len(set(vals)) == 1:
+        return vals[0], vals
+    if form == 1:
+        return [1, 1, *vals] if first else [1, *vals, 1], vals
+    return list(vals), vals
+
+
+@st.composite
+def _padding(draw, ns, first, ksize=None):
+    """"SAME", "VALID" or explicit pairs over all axes (each pad below the window size
+    when ``ksize`` is given: TF's rule for max pool)."""
+    how = draw(st.sampled_from(["SAME", "VALID", "explicit"]))
+    if how != "explicit":
+        return how
+    pairs = [[draw(st.integers(0, 2 if ksize is None else min(2, k - 1))) for _ in range(2)]
+             for k in (ksize or (None,) * ns)]
+    return [[0, 0], [0, 0], *pairs] if first else [[0, 0], *pairs, [0, 0]]
+
+
+@st.composite
+def _window_step(draw, shapes, var_shapes):
+    """A window step (a convolution or a pool) on a rank-3/4 value, or None."""
+    first = draw(st.booleans())
+
+    def fits(s):
+        if s is None or len(s) not in (3, 4):
+            return False
+        n, sp, c = _layout(s, first)
+        return c <= MAX_CHANNELS and all(d <= MAX_SPATIAL for d in sp)
+
+    cands = [k for k, s in enumerate(shapes) if fits(s)]
+    if not cands:
+        return None
+    i = draw(st.sampled_from(cands))
+    s = shapes[i]
+    ns = len(s) - 2
+    n, sp, c = _layout(s, first)
+    fmt = ("NCW" if ns == 1 else "NCHW") if first else ("NWC" if ns == 1 else "NHWC")
+    kinds = ["conv", "conv", "transpose", "max_pool", "avg_pool", "pool"]
+    if ns == 2:
+        kinds += ["depthwise", "separable"]
+    kind = draw(st.sampled_from(kinds))
+    karg, ksize = draw(_spatial_args(ns, first, 3))
+    a = {"format": fmt, "first": first, "ksize": karg}
+    if kind in ("max_pool", "avg_pool", "pool"):
+        pooling = "MAX" if kind == "max_pool" else "AVG" if kind == "avg_pool" else \
+            draw(st.sampled_from(["MAX", "AVG"]))
+        if kind == "pool":
+            name = "pool"
+            a["dilations"] = list(draw(_spatial_args(ns, first, 2))[1])
+            if max(a["dilations"]) > 1:  # TF's rule: VALID and strides 1 with dilations
+                a["strides"], a["padding"] = [1] * ns, "VALID"
+            else:
+                a["strides"] = list(draw(_spatial_args(ns, first, 3))[1])
+                a["padding"] = draw(st.sampled_from(["SAME", "VALID"]))
+            a["ksize"] = list(ksize)
+        else:
+            base = kind.removesuffix("_pool") + "_pool"
+            name = draw(st.sampled_from([base, f"{base}{ns}d"]))
+            a["strides"] = draw(_spatial_args(ns, first, 3))[0]
+            a["dilations"] = 1
+            a["padding"] = draw(_padding(ns, first, ksize)) if pooling == "MAX" else \
+                draw(st.sampled_from(["SAME", "VALID"]))
+        a["pooling"] = pooling
+        if pooling == "MAX":
+            a["c"] = draw(st.integers(0, 2**16))
+        return Step("window", name, (i,), a)
+
+    strides_arg, strides = draw(_spatial_args(ns, first, 2))
+    dil_arg, dil = draw(_spatial_args(ns, first, 2))
+    a.update(strides=strides_arg, dilations=dil_arg, padding=draw(_padding(ns, first)))
+    a["ksize"] = ksize  # the filter's spatial sizes
+    k, st_, d, pads = _resolved_pads(a, sp)
+    if kind == "conv":
+        groups = draw(st.sampled_from([g for g in range(1, c + 1) if c % g == 0]))
+        f = groups * draw(st.integers(1, MAX_CHANNELS // groups))
+        name = draw(st.sampled_from([f"conv{ns}d", "convolution"]))
+        a["fshape"] = (*ksize, c // groups, f)
+        a["fan_in"] = math.prod(ksize) * (c // groups)
+    elif kind == "transpose":
+        name = f"conv{ns}d_transpose"
+        fout = draw(st.integers(1, MAX_CHANNELS))
+        a["fshape"] = (*ksize, fout, c)
+        a["fan_in"] = math.prod(ksize) * c
+        # the output size m: a convolution of an input of m positions gives this one's
+        sizes = []
+        for j in range(ns):
+            ms = [m for m in range(1, MAX_SPATIAL + 1)
+                  if window_geometry.out_size(m, k[j], st_[j], d[j], *window_geometry.pads_for(
+                      "fuzz", a["padding"], (m,) * ns, k, st_, d, first)[j]) == sp[j]]
+            if not ms:
+                return None
+            sizes.append(draw(st.sampled_from(ms)))
+        a["output_shape"] = [n, fout, *sizes] if first else [n, *sizes, fout]
+    else:  # depthwise, separable
+        m = draw(st.integers(1, max(1, MAX_CHANNELS // c)))
+        name = f"{kind}_conv2d" if kind == "depthwise" else "separable_conv2d"
+        a["fshape"] = (*ksize, c, m)
+        a["fan_in"] = math.prod(ksize)
+        if kind == "separable":
+            a["fshape2"] = (1, 1, c * m, draw(st.integers(1, MAX_CHANNELS)))
+            if len(set(strides)) > 1:  # TF's rule: equal strides in both spatial axes
+                return None
+    need = math.prod(a["fshape"]) + (math.prod(a["fshape2"]) if "fshape2" in a else 0)
+    srcs = [j for j, t in enumerate(shapes) if t is not None and math.prod(t) >= need]
+    if not srcs:
+        return None
+    j = draw(st.sampled_from(srcs))  # the bank, or any other value large enough
+    size = math.prod(shapes[j])
+    a["offset"] = draw(st.integers(0, size - math.prod(a["fshape"])))
+    if "fshape2" in a:
+        a["offset2"] = draw(st.integers(0, size - math.prod(a["fshape2"])))
+    return Step("window", name, (i, j), a)
+
+
+@st.composite
+def window_programs(draw):
+    """A program over an image (1-d or 2-d, channels first or last) and a filter bank
+    (an input or a variable): one or two window steps, the other steps mixed in."""
+    seed = draw(st.integers(0, 2**16))
+    ns = draw(st.integers(1, 2))
+    first = draw(st.booleans())
+    n, c = draw(st.integers(1, 2)), draw(st.integers(1, MAX_CHANNELS))
+    sp = tuple(draw(st.integers(3, 6)) for _ in range(ns))
+    image = (n, c, *sp) if first else (n, *sp, c)
+    inputs, variables = [image], []
+    (inputs if draw(st.booleans()) else variables).append((BANK,))
+    if draw(st.booleans()):  # a bias-like operand for the steps after a convolution
+        inputs.append(draw(st.sampled_from([(c,), (1,), (c,) + (1,) * ns, ()])))
+    n_steps = draw(st.integers(2, 4))
+
+    @st.composite
+    def step(draw2, shapes, var_shapes, steps):
+        # each window step costs its own kernels (see WINDOW_EXAMPLES): at most two
+        n_windows = sum(s.kind == "window" for s in steps)
+        if n_windows == 0 or (n_windows < 2 and draw2(st.integers(0, 2)) == 0):
+            return draw2(_window_step(shapes, var_shapes))
+        return draw2(_step(shapes, var_shapes))
+
+    prog = _grow(draw, Program(tuple(inputs), tuple(variables), (), seed), n_steps, step)
+    assume(any(s.kind == "window" for s in prog.steps))
+    return prog
 
 
 # ---------------------------------------------------------------------------
@@ -737,6 +1007,38 @@ def check_program(prog, spy):
     seed=11723))
 def test_random_programs_agree_everywhere(spy, prog):
     check_program(prog, spy)
+
+
+# every window step compiles kernels of its own configuration (its forward, both
+# backprops, their second-order partners): half as many examples as the programs above
+WINDOW_EXAMPLES = max(1, N_EXAMPLES // 2)
+
+
+@pytest.mark.filterwarnings("ignore:.*triggered tracing")  # a new jt.function per program
+@settings(max_examples=WINDOW_EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                 HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(window_programs(), st.sampled_from(sorted(KERNEL_SETTINGS)))
+# always: a strided SAME convolution with a bias and a relu (its epilogue), then a max
+# pool with explicit pads (second order through max_pool_grad_grad)
+@example(kernels="packed GEMM, one image per tile", prog=Program(
+    inputs=((2, 5, 4, 2), (BANK,), (3,)), variables=(), steps=(
+        Step("window", "conv2d", (0, 1), {
+            "format": "NHWC", "first": False, "ksize": (3, 2), "strides": [1, 2, 1, 1],
+            "dilations": 1, "padding": "SAME", "fshape": (3, 2, 2, 3), "fan_in": 12,
+            "offset": 7}),
+        Step("binary", "add", (3, 2), {"c": None}),
+        Step("unary", "relu", (4,), {"c": 3}),
+        Step("window", "max_pool2d", (5,), {
+            "format": "NHWC", "first": False, "ksize": [2, 2], "strides": 1, "dilations": 1,
+            "padding": [[0, 0], [1, 0], [0, 1], [0, 0]], "pooling": "MAX", "c": 4})),
+    seed=2))
+def test_random_window_programs_agree_everywhere(spy, prog, kernels):
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in KERNEL_SETTINGS[kernels].items():
+            mp.setattr(schedule_window, name, value)
+        check_program(prog, spy)
 
 
 # ---------------------------------------------------------------------------

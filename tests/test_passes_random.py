@@ -15,6 +15,16 @@ bound, and a comparison whose operands nearly tie: a pass may legitimately chang
 result by a few ulps (``exp(log(x)) -> x``, another summation order), and a
 comparison must not turn that into a different branch.
 
+``window_graphs`` starts from an image ([N, *S, C], one or two spatial axes) and adds
+one to three window nodes among the others: ``conv`` (grouped now and then),
+``conv_backprop_input``, ``conv_backprop_filter``, ``max_pool``, ``avg_pool``,
+``max_pool_grad``, ``max_pool_grad_grad`` and ``avg_pool_grad``, with random kernel
+sizes, strides, dilations and pads, sometimes on a channels-first value read through a
+transpose, and after a convolution sometimes a bias, a product with another value and
+an activation (its epilogue, once fused). Their filters and output gradients are values of the graph, new inputs
+or constants. A max pool's gradient is left out when the top two of a window nearly
+tie, as a comparison is.
+
 After each single pass, after ``fuse`` followed by ``plan_buffers`` (the interpreter
 runs a planned graph inside its buffers, so a bad plan gives wrong numbers) and after
 the whole pipeline, the graph is verified and interpreted, and its outputs are
@@ -28,7 +38,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, note
+from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 import jittape  # noqa: F401  (registers the ops)
@@ -321,6 +331,169 @@ def graphs(draw, dtype="float64"):
 
 
 # ---------------------------------------------------------------------------
+# Window ops: convolutions and pools among the random nodes
+
+
+WINDOW_OPS = [
+    "conv", "conv", "conv_backprop_input", "conv_backprop_filter", "max_pool", "avg_pool",
+    "max_pool_grad", "max_pool_grad_grad", "avg_pool_grad",
+]
+IMAGES = [(1, 5, 3), (2, 4, 2), (2, 6, 1), (1, 4, 5, 2), (2, 3, 4, 3), (1, 6, 3, 1)]
+
+
+def _out_size(n, k, s, d, lo, hi):
+    return max((n + lo + hi - ((k - 1) * d + 1)) // s + 1, 0)
+
+
+def _pool_gap(x, ksize, strides, pads, dilations):
+    """The smallest gap between the two largest inputs of a pool's windows (only the
+    positions inside the input count)."""
+    xp = np.pad(x, [(0, 0), *pads, (0, 0)], constant_values=-np.inf)
+    outs = [_out_size(n, *a) for n, *a in
+            zip(x.shape[1:-1], ksize, strides, dilations, *zip(*pads))]
+    gap = np.inf
+    for o in itertools.product(*map(range, outs)):
+        key = tuple(slice(oo * s, oo * s + (k - 1) * d + 1, d)
+                    for oo, k, s, d in zip(o, ksize, strides, dilations))
+        win = np.sort(xp[(slice(None), *key, slice(None))].reshape(x.shape[0], -1, x.shape[-1]),
+                      axis=1)
+        if win.shape[1] >= 2:
+            second = win[:, -2, :]  # -inf: the window has one position inside
+            inside = np.isfinite(second)
+            diff = win[:, -1, :] - np.where(inside, second, 0.0)
+            gap = min(gap, float(np.min(np.where(inside, diff, np.inf))))
+    return gap
+
+
+@st.composite
+def _operand(draw, g, shape):
+    """A float value of ``shape``: one the graph has, a new input or a constant."""
+    have = [v for v in g.floats if g.shape(v) == tuple(shape)]
+    r = draw(st.integers(0, 3))
+    if have and r == 0:
+        return draw(_pick(have))
+    if r == 1:
+        return g.add_input(tuple(shape))
+    return g.const(g.rng.uniform(-1, 1, size=shape), tuple(shape))
+
+
+@st.composite
+def _window_step(draw, g):
+    """A window node (a convolution, a pool, or one of their gradients) on a rank-3/4
+    value of the graph, sometimes read through a transpose from channels first, and
+    now and then a bias added after it (an epilogue for the convolution's kernel)."""
+    first = draw(st.integers(0, 3)) == 0  # NCHW data: the op reads a transposed view
+
+    def fits(shape):
+        if len(shape) not in (3, 4):
+            return False
+        c, sp = (shape[1], shape[2:]) if first else (shape[-1], shape[1:-1])
+        return c <= 4 and all(d <= 8 for d in sp)
+
+    xs = [v for v in g.live if fits(g.shape(v))]
+    if not xs:
+        return
+    x = xs[-1] if draw(st.booleans()) else draw(_pick(xs))
+    ns = len(g.shape(x)) - 2
+    if first:
+        x = g.emit("transpose", (x,), {"perm": (0, *range(2, ns + 2), 1)})
+    shape = g.shape(x)
+    name = draw(st.sampled_from(WINDOW_OPS))
+    n, sp, c = shape[0], shape[1:-1], shape[-1]
+    k = tuple(draw(st.integers(1, 3)) for _ in range(ns))
+    s = tuple(draw(st.integers(1, 2)) for _ in range(ns))
+    d = tuple(draw(st.integers(1, 2)) for _ in range(ns))
+    pads = tuple((draw(st.integers(0, kk - 1)), draw(st.integers(0, kk - 1))) for kk in k)
+    if name in ("conv", "conv_backprop_filter"):
+        # x is the convolution's input
+        groups = draw(st.sampled_from([gg for gg in range(1, c + 1) if c % gg == 0]))
+        f = groups * draw(st.integers(1, max(1, 3 // groups)))
+        attrs = {"strides": s, "dilations": d, "pads": pads, "groups": groups}
+        fshape = (*k, c // groups, f)
+        outs = tuple(_out_size(*a, lo, hi) for a, (lo, hi) in zip(zip(sp, k, s, d), pads))
+        if 0 in outs:
+            return
+        if name == "conv":
+            w = draw(_operand(g, fshape))
+            y = g.emit("conv", (x, w), attrs)
+        else:
+            dy = draw(_operand(g, (n, *outs, f)))
+            y = g.emit("conv_backprop_filter", (x, dy), {**attrs, "filter_shape": fshape})
+        if y is not None and name == "conv" and draw(st.booleans()):
+            b = draw(_operand(g, (f,)))
+            y = g.emit("add", (y, b))
+            if y is not None and draw(st.booleans()):  # a residual: a third load
+                y = g.emit("multiply", (y, draw(_operand(g, g.shape(y)))))
+            if y is not None and draw(st.booleans()):
+                g.emit(draw(st.sampled_from(["relu", "tanh", "square"])), (y,))
+        return
+    if name == "conv_backprop_input":
+        # x is the output gradient: an input size whose convolution has x's spatial sizes
+        sizes = []
+        for j in range(ns):
+            ms = [m for m in range(1, 9) if _out_size(m, k[j], s[j], d[j], *pads[j]) == sp[j]]
+            if not ms:
+                return
+            sizes.append(draw(st.sampled_from(ms)))
+        cin = draw(st.integers(1, 3))
+        w = draw(_operand(g, (*k, cin, c)))
+        g.emit("conv_backprop_input", (x, w), {
+            "strides": s, "dilations": d, "pads": pads, "groups": 1,
+            "input_shape": (n, *sizes, cin)})
+        return
+    attrs = {"ksize": k, "strides": s, "pads": pads, "dilations": d}
+    outs = tuple(_out_size(*a, lo, hi) for a, (lo, hi) in zip(zip(sp, k, s, d), pads))
+    if 0 in outs:
+        return
+    if name in ("max_pool_grad", "max_pool_grad_grad") and \
+            _pool_gap(g.vals[x], k, s, pads, d) < g.gap * (1 + np.max(np.abs(g.vals[x]))):
+        return  # a near tie: a pass's rounding may move the window's maximum
+    if name in ("max_pool", "avg_pool"):
+        g.emit(name, (x,), attrs)
+    elif name == "max_pool_grad":
+        g.emit(name, (x, draw(_operand(g, (n, *outs, c)))), attrs)
+    elif name == "max_pool_grad_grad":
+        g.emit(name, (x, draw(_operand(g, shape))), attrs)
+    else:  # avg_pool_grad: x is the output gradient of a pool of an input of sizes m
+        sizes = []
+        for j in range(ns):
+            ms = [m for m in range(1, 9) if _out_size(m, k[j], s[j], d[j], *pads[j]) == sp[j]]
+            if not ms:
+                return
+            sizes.append(draw(st.sampled_from(ms)))
+        g.emit(name, (x,), {**attrs, "sizes": tuple(sizes)})
+
+
+@st.composite
+def window_graphs(draw, dtype="float64"):
+    """Like ``graphs``, from an image ([N, *S, C], 1 or 2 spatial axes) and maybe one
+    input of ``SHAPES``: one to three window nodes, the other steps mixed in."""
+    g = _Gen(dtype, np.random.default_rng(draw(st.integers(0, 2**32 - 1))))
+    g.add_input(draw(st.sampled_from(IMAGES)))
+    if draw(st.booleans()):
+        g.add_input(draw(st.sampled_from(SHAPES)))
+    n_windows = draw(st.integers(1, 3))
+    for _ in range(draw(st.integers(n_windows, 10))):
+        if n_windows and draw(st.integers(0, 2)) == 0:
+            n_windows -= 1
+            draw(_window_step(g))
+        else:
+            draw(_step(g))
+    for _ in range(n_windows + 3):  # the rest, and a few tries more for at least one
+        if n_windows <= 0 and any(get_op(h[0]).kind == "window" for h in g.history):
+            break
+        n_windows -= 1
+        draw(_window_step(g))
+    assume(any(get_op(h[0]).kind == "window" for h in g.history))
+    outs = [g.live[-1]]
+    for _ in range(draw(st.integers(0, 2))):
+        outs.append(draw(_pick(g.live if draw(st.integers(0, 3)) else g.floats)))
+    graph = g.b.build(outs)
+    feeds = {v: g.vals[v] for v in graph.inputs}
+    return graph, feeds, [g.vals[o] for o in outs]
+
+
+# ---------------------------------------------------------------------------
 # The checks
 
 
@@ -424,6 +597,18 @@ def test_random_sequences_of_passes_keep_values(case, seq):
         g = p(g).graph
         passes.verify(g)
         _compare(_run(g, feeds), want, TOL["float64"], f"after {[n for n, _ in seq]}", g)
+
+
+@settings(max_examples=max(settings().max_examples // 2, 30))  # window references loop
+@given(st.sampled_from(["float64", "float32"]).flatmap(window_graphs))
+def test_passes_keep_values_with_window_ops(case):
+    """Convolutions, pools and their gradients among the random nodes: fusion gives a
+    convolution its elementwise consumers as an epilogue, the buffer plan sees the
+    window kernels' inputs and outputs."""
+    graph, feeds, expected = case
+    note(str(graph))
+    dtype = graph.input_types[0].dtype
+    check_graph(graph, feeds, TOL[dtype], expected)
 
 
 # ---------------------------------------------------------------------------
