@@ -14,6 +14,8 @@ against 4.5 s with ``np.dot``). The call into BLAS is Numba's own ``numba_xxgemm
 (column-major, as BLAS): a row-major ``C = A B`` is the column-major ``C^T = B^T A^T``,
 so the operands swap and each one's layout becomes its transpose flag.
 
+Kernels print it only where ``beta`` is not 0 (a convolution's filter gradient summed
+over batch tiles); plain products stay ``np.dot``, which also copies a strided operand.
 An operand must have a unit stride along one of its axes, and ``out`` along its rows
 (the scheduler passes arrays, row slices and ``.T`` views); anything else raises
 ``ValueError``. Kernels hold the generated code, so a change here must bump
