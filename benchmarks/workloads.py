@@ -101,14 +101,9 @@ def softmax_ce_jittape(logits, labels, compiled, backend="cpu"):
 LENET = {"batch": 64, "lr": 1e-3}
 
 
-def lenet_data(seed=0, batch=LENET["batch"]):
-    """Images in [0, 1), int32 labels, and the eight parameters (filters HWIO, scaled
-    as Keras's glorot: the step's numbers stay in range for float32 checks)."""
-    rng = np.random.default_rng(seed)
-    x = rng.random((batch, 28, 28, 1), dtype=np.float32)
-    y = rng.integers(0, 10, batch).astype(np.int32)
-    shapes = [(5, 5, 1, 32), (32,), (5, 5, 32, 64), (64,), (1024, 128), (128,), (128, 10),
-              (10,)]
+def _glorot(rng, shapes) -> list:
+    """float32 parameters of ``shapes``, drawn in order: vectors (biases) normal * 0.01,
+    filters and matrices normal scaled as Keras's glorot."""
     params = []
     for s in shapes:
         if len(s) == 1:
@@ -117,6 +112,18 @@ def lenet_data(seed=0, batch=LENET["batch"]):
             fan_in, fan_out = int(np.prod(s[:-1])), s[-1] * int(np.prod(s[:-2]))
             params.append((rng.standard_normal(s) * np.sqrt(2.0 / (fan_in + fan_out)))
                           .astype(np.float32))
+    return params
+
+
+def lenet_data(seed=0, batch=LENET["batch"]):
+    """Images in [0, 1), int32 labels, and the eight parameters (filters HWIO, scaled
+    as Keras's glorot: the step's numbers stay in range for float32 checks)."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((batch, 28, 28, 1), dtype=np.float32)
+    y = rng.integers(0, 10, batch).astype(np.int32)
+    shapes = [(5, 5, 1, 32), (32,), (5, 5, 32, 64), (64,), (1024, 128), (128,), (128, 10),
+              (10,)]
+    params = _glorot(rng, shapes)
     return x, y, params
 
 
@@ -259,14 +266,7 @@ def dcgan_data(seed=0, batch=DCGAN["batch"]):
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((batch, DCGAN["noise"])).astype(np.float32)
     x = rng.random((batch, 28, 28, 1), dtype=np.float32) * 2 - 1
-    params = []
-    for s in DCGAN_SHAPES:
-        if len(s) == 1:
-            params.append((rng.standard_normal(s) * 0.01).astype(np.float32))
-        else:
-            fan_in, fan_out = int(np.prod(s[:-1])), s[-1] * int(np.prod(s[:-2]))
-            params.append((rng.standard_normal(s) * np.sqrt(2.0 / (fan_in + fan_out)))
-                          .astype(np.float32))
+    params = _glorot(rng, DCGAN_SHAPES)
     return z, x, params
 
 

@@ -377,6 +377,18 @@ def _operand(draw, g, shape):
     return g.const(g.rng.uniform(-1, 1, size=shape), tuple(shape))
 
 
+
+def _input_sizes(draw, sp, k, s, d, pads):
+    """Input sizes (1-8 per axis) whose window of size ``k``, stride ``s``, dilation ``d``
+    and ``pads`` gives the output sizes ``sp``; None when an axis has none."""
+    sizes = []
+    for j in range(len(sp)):
+        ms = [m for m in range(1, 9) if _out_size(m, k[j], s[j], d[j], *pads[j]) == sp[j]]
+        if not ms:
+            return None
+        sizes.append(draw(st.sampled_from(ms)))
+    return sizes
+
 @st.composite
 def _window_step(draw, g):
     """A window node (a convolution, a pool, or one of their gradients) on a rank-3/4
@@ -429,12 +441,9 @@ def _window_step(draw, g):
         return
     if name == "conv_backprop_input":
         # x is the output gradient: an input size whose convolution has x's spatial sizes
-        sizes = []
-        for j in range(ns):
-            ms = [m for m in range(1, 9) if _out_size(m, k[j], s[j], d[j], *pads[j]) == sp[j]]
-            if not ms:
-                return
-            sizes.append(draw(st.sampled_from(ms)))
+        sizes = _input_sizes(draw, sp, k, s, d, pads)
+        if sizes is None:
+            return
         cin = draw(st.integers(1, 3))
         w = draw(_operand(g, (*k, cin, c)))
         g.emit("conv_backprop_input", (x, w), {
@@ -455,12 +464,9 @@ def _window_step(draw, g):
     elif name == "max_pool_grad_grad":
         g.emit(name, (x, draw(_operand(g, shape))), attrs)
     else:  # avg_pool_grad: x is the output gradient of a pool of an input of sizes m
-        sizes = []
-        for j in range(ns):
-            ms = [m for m in range(1, 9) if _out_size(m, k[j], s[j], d[j], *pads[j]) == sp[j]]
-            if not ms:
-                return
-            sizes.append(draw(st.sampled_from(ms)))
+        sizes = _input_sizes(draw, sp, k, s, d, pads)
+        if sizes is None:
+            return
         g.emit(name, (x,), {**attrs, "sizes": tuple(sizes)})
 
 

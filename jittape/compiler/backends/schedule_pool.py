@@ -117,6 +117,12 @@ class _Geometry:
         return ("n", *(f"i{a}" for a in range(self.ns)), "c")
 
 
+def _zero_own(dx: str, P: str, C: str) -> Loop:
+    """Zeros into batch element ``n``'s part of ``dx[N, P, C]``: inside the parallel loop
+    over the batch, so each thread clears what it scatters into."""
+    return Loop("q", P, (Loop("c", C, (Store(dx, ("n", "q", "c"), "0"),)),))
+
+
 class PoolKernels:
     """``op_<name>`` lowerings of the pooling ops (``ops/pooling.py``), each a kernel of
     its own; they use the scheduler's ``dest``, ``contiguous``, ``kernel`` and ``types``."""
@@ -167,10 +173,7 @@ class PoolKernels:
         C, P = _d(t.shape[-1]), _dprod(t.shape[1:-1])
         scatter = Loop("c", C, (If("at[c] >= 0", (Update(
             "dx[n, at[c], c]", "+", "a1[" + ", ".join(geo.y()) + "]"),)),))
-        # each batch element zeroes its own part of dx in the parallel loop (a Fill of
-        # the whole of dx before it ran on one thread)
-        zero = Loop("q", P, (Loop("c", C, (Store("dx", ("n", "q", "c"), "0"),)),))
-        body = [zero, *self._argmax_nest(geo, C, t.dtype, [scatter])]
+        body = [_zero_own("dx", P, C), *self._argmax_nest(geo, C, t.dtype, [scatter])]
         pre = [View("dx", "r0", "reshape", (_d(t.shape[0]), P, C))]
         threaded = geo.work >= PARALLEL_MIN
         batch = Loop("n", _d(geo.yshape[0]), tuple(body), parallel=True)
@@ -226,9 +229,8 @@ class PoolKernels:
                 "r0[" + ", ".join(geo.x()) + "]", "+", "a0[" + ", ".join(geo.y()) + "] / cnt"),))],
             [])
         P = _dprod(xshape[1:-1])
-        zero = Loop("q", P, (Loop("c", C, (Store("dx", ("n", "q", "c"), "0"),)),))
         threaded = geo.work >= PARALLEL_MIN
-        batch = Loop("n", _d(geo.yshape[0]), (zero, *body), parallel=True)
+        batch = Loop("n", _d(geo.yshape[0]), (_zero_own("dx", P, C), *body), parallel=True)
         self.kernel(lambda ts: geo.describe("avg_pool_grad", ts, dt),
                     [("a0", self.contiguous(dy)), ("r0", self.dest(o))],
                     [View("dx", "r0", "reshape", (_d(xshape[0]), P, C)), batch], threaded)
