@@ -10,6 +10,19 @@ its matmuls (the 784-512-256-10 Adam step: 3.0 ms on two threads, 5.5 ms on one)
 ``JITTAPE_KERNEL_BLAS_THREADS`` scipy's (default: the library's own, all cores); ``0``
 leaves a library alone. Works on Linux with the OpenBLAS builds numpy and scipy ship;
 elsewhere it does nothing.
+
+Between calls an OpenBLAS worker spins, by default for 2**28 cycles (a tenth of a
+second), before it sleeps. A train step calls BLAS a few dozen times with serial
+kernels in between, so the worker never sleeps, and on the project's 2-core machine
+(KVM, AMD EPYC) the LeNet step then ran for seconds at a time at one thread's speed:
+7.4 ms settled, 12 ms in those stretches, with both threads on their cores the whole
+time (medians of 20-call windows over 25 s: 8 fast, 100 slow in one run). With the
+spin cut to 2**16 cycles (``OPENBLAS_THREAD_TIMEOUT=16``, which jittape sets before it
+loads scipy's OpenBLAS unless the variable is set already) the same runs gave 141 and
+155 fast windows of 150, at 7.8 ms: waking the worker costs a little, the stretches
+at one thread's speed go, and an idle worker no longer takes a core from other
+processes. The variable is read when the library loads; set it before importing
+``scipy.linalg`` to apply it when scipy comes first.
 """
 
 from __future__ import annotations
@@ -22,6 +35,17 @@ _SETTERS = (
     "openblas_set_num_threads64_", "openblas_set_num_threads",
 )
 _done: list = []
+SPIN = "16"  # OPENBLAS_THREAD_TIMEOUT: a worker spins 2**16 cycles, then sleeps
+
+
+def _load_kernel_blas() -> None:
+    """Load scipy's OpenBLAS (the library ``kgemm.gemm`` and the kernels' ``np.dot``
+    call), its workers spinning briefly (see the module's docstring)."""
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", SPIN)
+    try:
+        import scipy.linalg.cython_blas  # noqa: F401
+    except ImportError:
+        pass
 
 
 def _loaded_blas() -> list:
@@ -46,10 +70,7 @@ def limit_threads(n: int | None = None, kernel_n: int | None = None) -> list:
     it alone); returns the libraries it set."""
     n = _env_int("JITTAPE_BLAS_THREADS", 1) if n is None else n
     kernel_n = _env_int("JITTAPE_KERNEL_BLAS_THREADS", 0) if kernel_n is None else kernel_n
-    try:
-        import scipy.linalg.cython_blas  # noqa: F401  (the library kgemm.gemm calls)
-    except ImportError:
-        pass
+    _load_kernel_blas()
     done = []
     for path in _loaded_blas():
         want = n if "numpy" in os.path.basename(os.path.dirname(path)) else kernel_n
@@ -88,11 +109,8 @@ def kernel_threads_fixed() -> bool:
 def set_kernel_threads(n: int) -> None:
     """Set scipy's OpenBLAS (the one compiled code calls) to ``n`` threads; a no-op when
     it is at ``n`` already, or when it cannot be set. Cheap enough to call per step."""
-    if not _kernel:
-        try:  # loaded now: the setter found (or not) is kept for good
-            import scipy.linalg.cython_blas  # noqa: F401
-        except ImportError:
-            pass
+    if not _kernel:  # loaded now: the setter found (or not) is kept for good
+        _load_kernel_blas()
         fns = [_setter(p) for p in _loaded_blas()
                if "numpy" not in os.path.basename(os.path.dirname(p))]
         _kernel[:] = [next((f for f in fns if f is not None), None), None]
