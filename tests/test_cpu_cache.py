@@ -921,3 +921,54 @@ def test_entry_parameter_names_do_not_depend_on_global_layer_numbers():
     assert input_params(graph(first)) == input_params(graph(second)) == [
         "x", "w_dense_kernel", "w_dense_bias", "w_dense_1_kernel", "w_adam_iteration",
         "w_adam_dense_kernel_m"]
+
+
+_IMPORT_SCRIPT = textwrap.dedent(
+    """
+    import ctypes, os, sys
+    sys.path.insert(0, {root!r})
+    import jittape  # the cpu backend is the default: its import sets the BLAS up
+    from jittape.compiler.backends import blas
+    counts = []
+    for p in blas._loaded_blas():
+        lib = ctypes.CDLL(p)
+        get = [getattr(lib, s) for s in ("scipy_openblas_get_num_threads64_",
+               "scipy_openblas_get_num_threads", "openblas_get_num_threads")
+               if hasattr(lib, s)]
+        if get:
+            counts.append(("numpy" if "numpy" in p else "scipy", get[0]()))
+    print(os.environ.get("OPENBLAS_THREAD_TIMEOUT"), sorted(counts))
+    """
+)
+
+
+@pytest.mark.parametrize("preset", [None, "20"])
+def test_importing_jittape_sets_up_both_blas_libraries(preset):
+    """With the cpu backend (the default), ``import jittape`` loads scipy's OpenBLAS (the
+    one compiled kernels call) with its workers spinning briefly, ``OPENBLAS_THREAD_TIMEOUT``
+    16 unless the user set it (the LeNet step ran for seconds at a time at one thread's
+    speed with OpenBLAS's default), and puts numpy's OpenBLAS on one thread. A refactor
+    once dropped this call without any test noticing."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JITTAPE_BACKEND", "OPENBLAS_THREAD_TIMEOUT", "OPENBLAS_NUM_THREADS",
+                        "OMP_NUM_THREADS", "JITTAPE_BLAS_THREADS")}
+    if preset is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = preset
+    out = subprocess.run([sys.executable, "-c", _IMPORT_SCRIPT.format(root=ROOT)], env=env,
+                         capture_output=True, text=True, timeout=120, check=True)
+    timeout, counts = out.stdout.split(" ", 1)
+    assert timeout == (preset or blas_spin())
+    counts = eval(counts)  # noqa: S307 (our own subprocess's printed list)
+    libs = [name for name, _ in counts]
+    if "numpy" not in libs or "scipy" not in libs:
+        pytest.skip("numpy's or scipy's OpenBLAS cannot report its threads here")
+    assert dict(counts)["numpy"] == 1
+    if (os.cpu_count() or 1) > 1 and hasattr(os, "sched_getaffinity") and \
+            len(os.sched_getaffinity(0)) > 1:
+        assert dict(counts)["scipy"] > 1  # the compiled code keeps every core
+
+
+def blas_spin():
+    from jittape.compiler.backends import blas
+
+    return blas.SPIN
