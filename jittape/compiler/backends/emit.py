@@ -17,7 +17,7 @@ from ..ir import Node
 
 # Bumped whenever generated code changes meaning: it is part of every generated file's
 # content, so Numba's on-disk cache never serves a kernel from an older generator.
-GENERATOR_VERSION = "7.1"
+GENERATOR_VERSION = "7.2"
 
 
 class Unsupported(Exception):
